@@ -1,0 +1,88 @@
+"""Run the user's training command, teeing its output into the train log.
+
+    python run_training.py --train-log PATH --sidecar-log PATH -- COMMAND [ARGS...]
+
+Both launchers start the user's command through this wrapper so that the train log holds
+exactly the program's stdout and stderr, the sidecar log records process control, and a stop
+request (SIGTERM/SIGINT) reaches the whole training process group. The exit status is the
+program's own (128 + N when it was killed by signal N), as a container runtime reports it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import BinaryIO
+
+
+def _stamp() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _control(log: Path, message: str) -> None:
+    with log.open("a", encoding="utf-8") as handle:
+        handle.write(f"{_stamp()} {message}\n")
+
+
+def _tee(stream: BinaryIO, log: Path, echo: BinaryIO) -> None:
+    with log.open("ab", buffering=0) as handle:
+        for line in iter(stream.readline, b""):
+            handle.write(line)
+            echo.write(line)
+            echo.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--train-log", type=Path, required=True)
+    parser.add_argument("--sidecar-log", type=Path, required=True)
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("no training command given after --")
+    args.train_log.parent.mkdir(parents=True, exist_ok=True)
+    args.train_log.touch()
+
+    _control(args.sidecar_log, f"starting training command: {' '.join(command)}")
+    try:
+        # The child stays in the wrapper's process group: a launcher that signals the group
+        # reaches the whole training process tree, SIGKILL included.
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    except OSError as error:
+        message = f"cannot start {command[0]}: {error.strerror}"
+        with args.train_log.open("a", encoding="utf-8") as handle:
+            handle.write(message + "\n")
+        _control(args.sidecar_log, message)
+        return 127 if isinstance(error, FileNotFoundError) else 126
+
+    def forward(signum: int, _frame: object) -> None:
+        # In a container the runtime signals only PID 1 (this wrapper): pass the signal on to
+        # the whole group, ignoring it here so the wrapper lives to record the exit status.
+        _control(args.sidecar_log, f"received {signal.Signals(signum).name}; stopping training")
+        signal.signal(signum, signal.SIG_IGN)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(os.getpgrp(), signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    _control(args.sidecar_log, f"training process started, pid {child.pid}")
+    assert child.stdout is not None
+    tee = threading.Thread(target=_tee, args=(child.stdout, args.train_log, sys.stdout.buffer))
+    tee.start()
+    code = child.wait()
+    tee.join()
+    status = 128 - code if code < 0 else code
+    _control(args.sidecar_log, f"training process exited with status {status}")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

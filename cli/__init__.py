@@ -1,0 +1,1 @@
+"""The ``octotrain`` command: catalog setup, the demo, and the embedded default's launcher."""

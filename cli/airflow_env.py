@@ -1,0 +1,61 @@
+"""The Airflow environment of the embedded default: one AIRFLOW_HOME under the state folder,
+Octotrain's DAG folder, no example DAGs, and a known admin login for the simple auth manager."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from pathlib import Path
+
+from octotrain.settings import REPO_ROOT, Settings
+
+ADMIN_USER = "admin"
+
+
+def airflow_home(settings: Settings) -> Path:
+    return settings.state_dir / "airflow"
+
+
+def admin_password(settings: Settings) -> str:
+    """The admin password, generated once and kept in the simple auth manager's password file."""
+    path = airflow_home(settings) / "simple_auth_manager_passwords.json"
+    if path.exists():
+        passwords = json.loads(path.read_text())
+        if ADMIN_USER in passwords:
+            return str(passwords[ADMIN_USER])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    password = secrets.token_urlsafe(12)
+    path.write_text(json.dumps({ADMIN_USER: password}))
+    path.chmod(0o600)
+    return password
+
+
+def airflow_environment(settings: Settings, *, port: int) -> dict[str, str]:
+    """Environment for ``airflow standalone`` and everything it starts (tasks included)."""
+    home = airflow_home(settings)
+    env = dict(os.environ)
+    env.update(
+        {
+            "AIRFLOW_HOME": str(home),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(REPO_ROOT / "dags"),
+            "AIRFLOW__CORE__PLUGINS_FOLDER": str(home / "plugins"),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN_USER}:admin",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(
+                home / "simple_auth_manager_passwords.json"
+            ),
+            "AIRFLOW__API__PORT": str(port),
+            "AIRFLOW__API__HOST": "127.0.0.1",
+            "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+            "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "10",
+            "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "10",
+            "OCTOTRAIN_STATE_DIR": str(settings.state_dir),
+            "OCTOTRAIN_CATALOG_URL": settings.catalog_url,
+            "OCTOTRAIN_OBJECT_STORE_URL": settings.object_store_url,
+            "OCTOTRAIN_LAUNCHER": settings.launcher,
+            "OCTOTRAIN_RUNS_DIR": str(settings.runs_dir),
+        }
+    )
+    return env

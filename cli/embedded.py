@@ -1,0 +1,210 @@
+"""``octotrain up``: the embedded default from one command.
+
+Migrates the catalog, seeds the demo, starts ``airflow standalone`` (api-server, scheduler,
+dag-processor, triggerer) with Octotrain's DAGs and plugin, runs the demo task through
+Airflow's REST API, prints where everything is, and keeps Airflow running until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+from sqlalchemy import select
+
+from cli.airflow_env import ADMIN_USER, admin_password, airflow_environment, airflow_home
+from cli.demo import seed_demo
+from dags.factory import dag_id_for
+from hooks.catalog import CatalogHook
+from hooks.object_store import object_store_from_url
+from octotrain.catalog.models import Run
+from octotrain.run_layout import RunLayout
+from octotrain.settings import Settings
+
+TERMINAL_STATES = {"success", "failed"}
+
+
+class EmbeddedError(RuntimeError):
+    """The embedded default could not be brought up; the message says where to look."""
+
+
+def _wait_for(what: str, check: Callable[[], Any], timeout: float, log_hint: str) -> Any:
+    deadline = time.monotonic() + timeout
+    last_error: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            result = check()
+            if result:
+                return result
+        except (httpx.HTTPError, KeyError, ValueError) as error:
+            last_error = error
+        time.sleep(2)
+    raise EmbeddedError(
+        f"timed out after {timeout:.0f}s waiting for {what} ({last_error}); see {log_hint}"
+    )
+
+
+class AirflowApi:
+    """Just enough of Airflow's REST API v2 to run the demo."""
+
+    def __init__(self, base_url: str, password: str) -> None:
+        self.client = httpx.Client(base_url=base_url, timeout=30)
+        self.password = password
+
+    def healthy(self) -> bool:
+        return self.client.get("/api/v2/monitor/health").status_code == 200
+
+    def login(self) -> None:
+        response = self.client.post(
+            "/auth/token", json={"username": ADMIN_USER, "password": self.password}
+        )
+        response.raise_for_status()
+        self.client.headers["Authorization"] = f"Bearer {response.json()['access_token']}"
+
+    def dag_exists(self, dag_id: str) -> bool:
+        return self.client.get(f"/api/v2/dags/{dag_id}").status_code == 200
+
+    def unpause(self, dag_id: str) -> None:
+        self.client.patch(f"/api/v2/dags/{dag_id}", json={"is_paused": False}).raise_for_status()
+
+    def trigger(self, dag_id: str) -> str:
+        response = self.client.post(
+            f"/api/v2/dags/{dag_id}/dagRuns", json={"logical_date": None, "conf": {}}
+        )
+        response.raise_for_status()
+        return str(response.json()["dag_run_id"])
+
+    def run_state(self, dag_id: str, run_id: str) -> str:
+        response = self.client.get(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}")
+        response.raise_for_status()
+        return str(response.json()["state"])
+
+
+def bring_up(settings: Settings, *, port: int, echo: Callable[[str], None]) -> int:
+    """Run the embedded default; return the exit status for the command."""
+    catalog = CatalogHook(settings.catalog_url)
+    catalog.migrate()
+    demo = seed_demo(catalog, object_store_from_url(settings.object_store_url))
+    echo(
+        f"catalog ready ({settings.catalog_url}); demo task {demo.task_id} '{demo.task_name}'"
+        + (f", created {', '.join(demo.created)}" if demo.created else ", reused")
+    )
+    password = admin_password(settings)
+    log_path = airflow_home(settings) / "standalone.log"
+    echo(f"starting Airflow (output in {log_path}) ...")
+    with log_path.open("ab") as airflow_log:
+        airflow = subprocess.Popen(
+            [str(sys.executable), "-m", "airflow", "standalone"],
+            env=airflow_environment(settings, port=port),
+            stdout=airflow_log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        return _run_demo(settings, demo.task_id, port, password, str(log_path), airflow, echo)
+    finally:
+        _stop(airflow, echo)
+
+
+def _run_demo(
+    settings: Settings,
+    task_id: int,
+    port: int,
+    password: str,
+    log_hint: str,
+    airflow: subprocess.Popen[bytes],
+    echo: Callable[[str], None],
+) -> int:
+    base_url = f"http://127.0.0.1:{port}"
+    api = AirflowApi(base_url, password)
+
+    def alive(check: Callable[[], Any]) -> Callable[[], Any]:
+        def guarded() -> Any:
+            if airflow.poll() is not None:
+                raise EmbeddedError(
+                    f"Airflow exited with status {airflow.returncode}; see {log_hint}"
+                )
+            return check()
+
+        return guarded
+
+    _wait_for("the Airflow api-server", alive(api.healthy), 600, log_hint)
+    api.login()
+    dag_id = dag_id_for(task_id)
+    _wait_for(f"DAG {dag_id} to be parsed", alive(lambda: api.dag_exists(dag_id)), 300, log_hint)
+    api.unpause(dag_id)
+    run_id = api.trigger(dag_id)
+    echo(f"triggered {dag_id} run {run_id}; waiting for it to finish ...")
+    state = _wait_for(
+        f"run {run_id}",
+        alive(lambda: (s := api.run_state(dag_id, run_id)) in TERMINAL_STATES and s),
+        900,
+        log_hint,
+    )
+    _print_summary(settings, task_id, run_id, state, base_url, password, echo)
+    if state != "success":
+        return 1
+    echo("Airflow keeps running; press Ctrl-C to stop it.")
+    try:
+        airflow.wait()
+    except KeyboardInterrupt:
+        echo("stopping Airflow ...")
+    return 0
+
+
+def _print_summary(
+    settings: Settings,
+    task_id: int,
+    run_id: str,
+    state: str,
+    base_url: str,
+    password: str,
+    echo: Callable[[str], None],
+) -> None:
+    catalog = CatalogHook(settings.catalog_url)
+    with catalog.session() as session:
+        run = session.scalars(
+            select(Run).where(Run.task_id == task_id, Run.airflow_run_id == run_id)
+        ).one_or_none()
+        version = run.model_version if run else None
+        plan = run.plan if run else {}
+        echo("")
+        echo(f"demo run {run_id}: {state}")
+        echo(f"Airflow UI: {base_url}  (login: {ADMIN_USER} / {password})")
+        echo(f"  the run: {base_url}/dags/{dag_id_for(task_id)}/runs/{run_id}")
+        if plan:
+            layout = RunLayout(settings.runs_dir, task_id, plan["run_key"])
+            for node_index in plan["node_indices"]:
+                echo(f"log files of node {node_index} (supplemental only on an abnormal end):")
+                names = layout.log_names(node_index)
+                for name in [*names.always(), names.supplemental]:
+                    path = layout.log_path(name)
+                    echo(f"  {path}" + ("" if path.exists() else "  (not written)"))
+            echo(f"  collected in the object store under {layout.object_prefix}/logs/")
+        if version is not None:
+            echo(
+                f"model version archived: {version.repository.name} v{version.version} "
+                f"({version.file_count} files, {version.size_bytes} bytes) at "
+                f"{settings.object_store_url}/{version.object_prefix}"
+            )
+        elif run is not None:
+            echo(f"no model version archived: {run.message or run.state}")
+    catalog.dispose()
+
+
+def _stop(airflow: subprocess.Popen[bytes], echo: Callable[[str], None]) -> None:
+    if airflow.poll() is not None:
+        return
+    os.killpg(airflow.pid, signal.SIGTERM)
+    try:
+        airflow.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        echo("Airflow did not stop within 60s; killing it")
+        os.killpg(airflow.pid, signal.SIGKILL)
+        airflow.wait()

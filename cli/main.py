@@ -1,0 +1,50 @@
+"""The ``octotrain`` command line."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from cli.demo import seed_demo
+from hooks.catalog import CatalogHook
+from hooks.object_store import object_store_from_url
+from octotrain.settings import get_settings
+
+app = typer.Typer(help="Octotrain: training tasks on Apache Airflow.", no_args_is_help=True)
+demo_app = typer.Typer(help="The demo project.", no_args_is_help=True)
+app.add_typer(demo_app, name="demo")
+
+
+@app.command("init")
+def init() -> None:
+    """Create or upgrade the catalog schema."""
+    settings = get_settings()
+    CatalogHook(settings.catalog_url).migrate()
+    typer.echo(f"catalog at {settings.catalog_url} is up to date")
+
+
+@demo_app.command("seed")
+def demo_seed() -> None:
+    """Seed the demo project (idempotent: existing objects are reused)."""
+    settings = get_settings()
+    catalog = CatalogHook(settings.catalog_url)
+    catalog.migrate()
+    seed = seed_demo(catalog, object_store_from_url(settings.object_store_url))
+    typer.echo(json.dumps(seed.__dict__, ensure_ascii=False))
+
+
+@app.command("up")
+def up(
+    port: Annotated[int, typer.Option(help="Port of Airflow's api-server and UI.")] = 8080,
+) -> None:
+    """Start the embedded default, run the demo task, and keep Airflow running until Ctrl-C."""
+    from cli.embedded import EmbeddedError, bring_up
+
+    try:
+        code = bring_up(get_settings(), port=port, echo=typer.echo)
+    except EmbeddedError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from None
+    raise typer.Exit(code)

@@ -1,0 +1,98 @@
+"""The DAG factory: one parameterised DAG per saved training task.
+
+    validate ─> stage_data ─> launch[node 0..N-1] ─> collect_logs ─> archive_model
+
+``launch`` is mapped over the node list that ``validate`` resolves at run time, so the node
+count a run uses is the one valid when it starts, and each node is its own task instance
+(``single-0`` / ``distributed-N`` in the UI).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from airflow.sdk import DAG, TriggerRule, WeightRule
+from sqlalchemy import select
+
+from hooks.catalog import CatalogHook
+from octotrain.catalog.models import Project, TrainingTask
+from octotrain.settings import get_settings
+from operators.archive_model import ArchiveModelOperator
+from operators.collect_logs import CollectLogsOperator
+from operators.launch_local import LaunchLocalNodeOperator
+from operators.stage_data import StageDataOperator
+from operators.validate import ValidateTaskOperator
+
+DAG_ID_PREFIX = "octotrain_task_"
+# Task priority [-50, 50] becomes an absolute Airflow priority weight in [1, 101].
+PRIORITY_WEIGHT_OFFSET = 51
+# Room for validate/stage/collect/archive beside the nodes, which must all run at once.
+STAGE_SLOTS = 4
+
+
+def dag_id_for(task_id: int) -> str:
+    """An ASCII-safe DAG id from the task ID (the task's name may be Chinese)."""
+    return f"{DAG_ID_PREFIX}{task_id}"
+
+
+def task_id_from_dag_id(dag_id: str) -> int:
+    match = re.fullmatch(rf"{DAG_ID_PREFIX}(\d+)", dag_id)
+    if match is None:
+        raise ValueError(f"{dag_id!r} is not an Octotrain training task DAG")
+    return int(match.group(1))
+
+
+def build_task_dag(task: TrainingTask, project_name: str) -> DAG:
+    """The DAG that runs training task ``task``."""
+    if get_settings().launcher != "local":
+        raise RuntimeError(
+            f"launcher {get_settings().launcher!r} is not available in this version; "
+            "set OCTOTRAIN_LAUNCHER=local"
+        )
+    spec: dict[str, Any] = task.spec
+    node_count = int(spec.get("node_count", 1))
+    with DAG(
+        dag_id=dag_id_for(task.id),
+        dag_display_name=task.name,
+        description=task.description or f"Octotrain training task {task.name}",
+        schedule=None,
+        catchup=False,
+        max_active_tasks=node_count + STAGE_SLOTS,
+        tags=["octotrain", f"project:{project_name}"],
+        default_args={
+            "training_task_id": task.id,
+            "retries": 0,
+            "priority_weight": PRIORITY_WEIGHT_OFFSET + int(spec.get("priority", 0)),
+            "weight_rule": WeightRule.ABSOLUTE,
+        },
+        doc_md=f"Training task **{task.name}** (ID {task.id}) of project {project_name}.",
+    ) as dag:
+        validate = ValidateTaskOperator(task_id="validate")
+        stage = StageDataOperator(task_id="stage_data")
+        launch = LaunchLocalNodeOperator.partial(
+            task_id="launch", map_index_template="{{ task.node_index }}"
+        ).expand(node_index=validate.output)
+        collect = CollectLogsOperator(task_id="collect_logs", trigger_rule=TriggerRule.ALL_DONE)
+        archive = ArchiveModelOperator(task_id="archive_model")
+        validate >> stage >> launch >> collect >> archive
+        launch >> archive
+    return dag
+
+
+def build_all_dags(catalog_url: str | None = None) -> dict[str, DAG]:
+    """One DAG per training task in the catalog.
+
+    Any error reading the catalog propagates: the DAG file then fails to import, which Airflow
+    shows as an import error. Returning no DAGs instead would make Airflow deactivate every
+    training task's DAG.
+    """
+    catalog = CatalogHook(catalog_url)
+    try:
+        with catalog.session() as session:
+            rows = session.execute(
+                select(TrainingTask, Project.name).join(Project).order_by(TrainingTask.id)
+            ).all()
+    finally:
+        catalog.dispose()
+    return {dag_id_for(task.id): build_task_dag(task, project) for task, project in rows}

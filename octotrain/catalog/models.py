@@ -1,0 +1,299 @@
+"""SQLAlchemy 2 models of the catalog.
+
+The catalog is Octotrain's own database, separate from Airflow's metadata DB, so that training
+tasks, datasets and model versions outlive any Airflow installation. Enumerations are stored as
+checked strings (no native enums) so that the same schema works on SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    DateTime,
+    Enum,
+    Float,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def _enum(enum_cls: type[enum.Enum], name: str) -> Enum:
+    return Enum(
+        enum_cls,
+        name=name,
+        native_enum=False,
+        create_constraint=True,
+        length=32,
+        values_callable=lambda members: [member.value for member in members],
+    )
+
+
+class SpecKind(enum.StrEnum):
+    """Resource-spec cluster types of the manual: ModelArts clusters allow network mounts."""
+
+    CCE = "cce"
+    MODELARTS = "modelarts"
+
+
+class AlgorithmType(enum.StrEnum):
+    CUSTOM_SCRIPT = "custom_script"
+    IMAGE_ONLY = "image_only"  # "image only (contains algorithm files)"
+    PRESET = "preset"
+
+
+class AnnotationStatus(enum.StrEnum):
+    ANNOTATED = "annotated"
+    ANNOTATING = "annotating"
+    UNANNOTATED = "unannotated"
+
+
+class DatasetVersionStatus(enum.StrEnum):
+    PUBLISHED = "published"
+    IMPORTED_AWAITING_RELEASE = "imported_awaiting_release"
+    IMPORTING = "importing"
+    FAILED = "failed"
+
+
+class CacheStatus(enum.StrEnum):
+    CACHING = "caching"
+    CACHED = "cached"
+    EXPIRED = "expired"
+    FAILED = "failed"
+
+
+class ModelVersionStatus(enum.StrEnum):
+    COMPLETE = "complete"
+    FAILED = "failed"
+
+
+class ModelVersionSource(enum.StrEnum):
+    TRAINING = "training"
+    IMPORTED = "imported"
+
+
+class RunState(enum.StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCESS = "success"
+    FAILED = "failed"
+    STOPPED = "stopped"
+
+
+class Project(Base):
+    __tablename__ = "projects"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    description: Mapped[str] = mapped_column(String(256), default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ResourceSpec(Base):
+    __tablename__ = "resource_specs"
+    __table_args__ = (UniqueConstraint("project_id", "name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="RESTRICT"))
+    name: Mapped[str] = mapped_column(String(64))
+    kind: Mapped[SpecKind] = mapped_column(_enum(SpecKind, "spec_kind"))
+    cpu: Mapped[float] = mapped_column(Float)
+    memory_mib: Mapped[int] = mapped_column(Integer)
+    gpu_count: Mapped[int] = mapped_column(Integer, default=0)
+    gpu_type: Mapped[str] = mapped_column(String(64), default="")
+    max_nodes: Mapped[int] = mapped_column(Integer, default=1)
+
+    project: Mapped[Project] = relationship()
+
+
+class Algorithm(Base):
+    __tablename__ = "algorithms"
+    __table_args__ = (UniqueConstraint("project_id", "name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="RESTRICT"))
+    name: Mapped[str] = mapped_column(String(64))
+    description: Mapped[str] = mapped_column(String(256), default="")
+    algorithm_type: Mapped[AlgorithmType] = mapped_column(_enum(AlgorithmType, "algorithm_type"))
+    image: Mapped[str] = mapped_column(String(512))
+    # The command as an argument list; the local launcher and the pod both run it unchanged.
+    command: Mapped[list[Any]] = mapped_column(JSON)
+    # [{"name", "type", "default", "description", "choices"?, "min"?, "max"?}]
+    parameters: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    env: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    sample_type: Mapped[str] = mapped_column(String(32))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    project: Mapped[Project] = relationship()
+
+
+class Dataset(Base):
+    __tablename__ = "datasets"
+    __table_args__ = (UniqueConstraint("project_id", "name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="RESTRICT"))
+    name: Mapped[str] = mapped_column(String(64))
+    sample_type: Mapped[str] = mapped_column(String(32))
+    annotation_status: Mapped[AnnotationStatus] = mapped_column(
+        _enum(AnnotationStatus, "annotation_status")
+    )
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    project: Mapped[Project] = relationship()
+    versions: Mapped[list[DatasetVersion]] = relationship(
+        back_populates="dataset", order_by="DatasetVersion.id"
+    )
+
+
+class DatasetVersion(Base):
+    __tablename__ = "dataset_versions"
+    __table_args__ = (UniqueConstraint("dataset_id", "version"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="RESTRICT"))
+    version: Mapped[str] = mapped_column(String(32))
+    status: Mapped[DatasetVersionStatus] = mapped_column(
+        _enum(DatasetVersionStatus, "dataset_version_status")
+    )
+    object_prefix: Mapped[str] = mapped_column(String(512))
+    size_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+    file_count: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    dataset: Mapped[Dataset] = relationship(back_populates="versions")
+
+
+class DataCache(Base):
+    __tablename__ = "data_caches"
+    __table_args__ = (UniqueConstraint("project_id", "name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="RESTRICT"))
+    name: Mapped[str] = mapped_column(String(64))
+    dataset_version_id: Mapped[int] = mapped_column(
+        ForeignKey("dataset_versions.id", ondelete="RESTRICT")
+    )
+    status: Mapped[CacheStatus] = mapped_column(_enum(CacheStatus, "cache_status"))
+    object_prefix: Mapped[str] = mapped_column(String(512))
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    project: Mapped[Project] = relationship()
+    dataset_version: Mapped[DatasetVersion] = relationship()
+
+
+class ModelRepository(Base):
+    __tablename__ = "model_repositories"
+    __table_args__ = (UniqueConstraint("project_id", "name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="RESTRICT"))
+    name: Mapped[str] = mapped_column(String(64))
+    description: Mapped[str] = mapped_column(String(256), default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    project: Mapped[Project] = relationship()
+    versions: Mapped[list[ModelVersion]] = relationship(
+        back_populates="repository", order_by="ModelVersion.version"
+    )
+
+
+class ModelVersion(Base):
+    """One archived model; ``version`` counts up per repository (unique, so racing archives
+    of the same repository cannot both take the same number)."""
+
+    __tablename__ = "model_versions"
+    __table_args__ = (UniqueConstraint("repository_id", "version"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    repository_id: Mapped[int] = mapped_column(
+        ForeignKey("model_repositories.id", ondelete="RESTRICT")
+    )
+    version: Mapped[int] = mapped_column(Integer)
+    status: Mapped[ModelVersionStatus] = mapped_column(
+        _enum(ModelVersionStatus, "model_version_status")
+    )
+    source: Mapped[ModelVersionSource] = mapped_column(
+        _enum(ModelVersionSource, "model_version_source")
+    )
+    object_prefix: Mapped[str] = mapped_column(String(512))
+    size_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+    file_count: Mapped[int] = mapped_column(Integer, default=0)
+    # What made it: task, run, algorithm, image, parameters, inputs (DESIGN: lineage).
+    lineage: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    repository: Mapped[ModelRepository] = relationship(back_populates="versions")
+
+
+class TrainingTask(Base):
+    """A saved training task. Its definition is the validated task document (``spec``), which
+    names the catalog objects it uses, so that a reference that has since disappeared is
+    reported by name when the task runs."""
+
+    __tablename__ = "training_tasks"
+    __table_args__ = (UniqueConstraint("project_id", "name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="RESTRICT"))
+    name: Mapped[str] = mapped_column(String(64))
+    description: Mapped[str] = mapped_column(String(256), default="")
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), default=utcnow, onupdate=utcnow
+    )
+
+    project: Mapped[Project] = relationship()
+    runs: Mapped[list[Run]] = relationship(back_populates="task", order_by="Run.id")
+
+
+class Run(Base):
+    """One Airflow DAG run of a training task, as Octotrain sees it."""
+
+    __tablename__ = "runs"
+    __table_args__ = (UniqueConstraint("task_id", "airflow_run_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("training_tasks.id", ondelete="CASCADE"))
+    airflow_run_id: Mapped[str] = mapped_column(String(250))
+    state: Mapped[RunState] = mapped_column(_enum(RunState, "run_state"))
+    node_count: Mapped[int] = mapped_column(Integer)
+    # The resolved plan the run was launched with (inputs, command, environment, port).
+    plan: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    message: Mapped[str] = mapped_column(Text, default="")
+    triggered_by: Mapped[str] = mapped_column(String(128), default="")
+    model_version_id: Mapped[int | None] = mapped_column(
+        ForeignKey("model_versions.id", ondelete="SET NULL"), nullable=True
+    )
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+    task: Mapped[TrainingTask] = relationship(back_populates="runs")
+    model_version: Mapped[ModelVersion | None] = relationship()

@@ -1,0 +1,132 @@
+"""The contracts of DESIGN.md in code: node names, log file names and the training environment.
+
+Everything that a training process, the agent, the launchers and the log pages must agree on is
+spelled here once, so that a rename cannot drift between them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+METRICS_META_FILE = "metrics.json"
+
+
+def node_indices(node_count: int) -> list[str]:
+    """``single-0`` for one node; ``distributed-0`` … ``distributed-N-1`` for several."""
+    if node_count < 1:
+        raise ValueError(f"node_count must be at least 1, got {node_count}")
+    if node_count == 1:
+        return ["single-0"]
+    return [f"distributed-{rank}" for rank in range(node_count)]
+
+
+def rank_of(node_index: str) -> int:
+    """The rank encoded in a node index (``distributed-3`` → 3)."""
+    kind, _, number = node_index.rpartition("-")
+    if kind not in ("single", "distributed") or not number.isdigit():
+        raise ValueError(f"not a node index: {node_index!r}")
+    return int(number)
+
+
+@dataclass(frozen=True)
+class NodeLogNames:
+    """The product's four log file names for one node of one task."""
+
+    task_id: int
+    node_index: str
+
+    @property
+    def train(self) -> str:
+        return f"train-{self.task_id}-{self.node_index}.log"
+
+    @property
+    def init(self) -> str:
+        return f"train-{self.task_id}-{self.node_index}-init.log"
+
+    @property
+    def sidecar(self) -> str:
+        return f"train-{self.task_id}-{self.node_index}-sidecar.log"
+
+    @property
+    def supplemental(self) -> str:
+        return f"octopus-train-{self.task_id}-{self.node_index}-supplemental.logs"
+
+    def always(self) -> list[str]:
+        """The three files every node writes, however it ends."""
+        return [self.train, self.init, self.sidecar]
+
+
+@dataclass(frozen=True)
+class NodeFolders:
+    """Where one node's contract folders are on the machine that runs it."""
+
+    model: Path
+    dataset: Path
+    mounts: Path
+    output: Path
+    metrics: Path
+
+    @classmethod
+    def under(cls, root: Path) -> NodeFolders:
+        return cls(
+            model=root / "model",
+            dataset=root / "dataset",
+            mounts=root / "mounts",
+            output=root / "output",
+            metrics=root / "metrics",
+        )
+
+    def create(self) -> None:
+        for folder in (self.model, self.dataset, self.mounts, self.output, self.metrics):
+            folder.mkdir(parents=True, exist_ok=True)
+
+
+def training_environment(
+    *,
+    folders: NodeFolders,
+    task_id: int,
+    run_id: str,
+    node_index: str,
+    world_size: int,
+    master_addr: str,
+    master_port: int,
+    algorithm_env: dict[str, str],
+) -> dict[str, str]:
+    """The environment a training process sees (DESIGN.md "what a training process sees").
+
+    The algorithm's variables come first so that the platform's names always win: a task must
+    not be able to point ``OUTPUT`` somewhere the archive step would not look.
+    """
+    env = dict(algorithm_env)
+    env.update(
+        {
+            "MODEL": str(folders.model),
+            "DATASET": str(folders.dataset),
+            "MOUNTS": str(folders.mounts),
+            "OUTPUT": str(folders.output),
+            "METRICS": str(folders.metrics),
+            "TASK_ID": str(task_id),
+            "RUN_ID": run_id,
+            "NODE_INDEX": node_index,
+            "WORLD_SIZE": str(world_size),
+            "RANK": str(rank_of(node_index)),
+            "MASTER_ADDR": master_addr,
+            "MASTER_PORT": str(master_port),
+            "MODEL_PATH": str(folders.model),
+            "DATASET_PATH": str(folders.dataset),
+            "TMP_RESULT_PATH": str(folders.output),
+        }
+    )
+    return env
+
+
+def parameter_arguments(parameters: dict[str, object]) -> list[str]:
+    """Algorithm parameters as ``--name=value`` arguments, in the algorithm's declared order."""
+    return [f"--{name}={_render(value)}" for name, value in parameters.items()]
+
+
+def _render(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

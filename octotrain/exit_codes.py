@@ -1,0 +1,39 @@
+"""What a training process's exit code means, for the supplemental log."""
+
+from __future__ import annotations
+
+import signal
+
+_KNOWN = {
+    0: "success",
+    1: "the training program failed (general error)",
+    2: "the training program was called wrongly (bad arguments or usage)",
+    126: "the command was found but could not be executed (permission or format)",
+    127: "the command was not found in the image or on the PATH",
+    137: "killed by SIGKILL: out of memory (OOMKilled) or stopped forcibly",
+    139: "segmentation fault (SIGSEGV)",
+    143: "terminated by SIGTERM: the node was stopped",
+}
+
+
+def describe_exit_code(code: int) -> str:
+    """A plain-words meaning of ``code``; negative codes are Python's "killed by signal N"."""
+    if code < 0:
+        return _describe_signal(-code)
+    if code in _KNOWN:
+        return _KNOWN[code]
+    if code > 128:
+        return _describe_signal(code - 128)
+    return "the training program exited with an error"
+
+
+def _describe_signal(number: int) -> str:
+    try:
+        name = signal.Signals(number).name
+    except ValueError:
+        name = f"signal {number}"
+    if number == signal.SIGKILL:
+        return f"killed by {name}: out of memory (OOMKilled) or stopped forcibly"
+    if number == signal.SIGTERM:
+        return f"terminated by {name}: the node was stopped"
+    return f"killed by {name}"

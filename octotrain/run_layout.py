@@ -1,0 +1,71 @@
+"""Where one run's files are on the machine that runs it, and in the object store.
+
+Local folder of a run (``<runs_dir>/<task id>/<run key>/``)::
+
+    logs/                       the product's log files of every node (DESIGN.md)
+    nodes/<node index>/         MODEL, DATASET, MOUNTS, OUTPUT and METRICS of one node
+    outcomes/<node index>.json  how each node ended, written by its launch
+    ABORT                       raised when one node fails: every other node stops
+
+Object store: ``runs/<task id>/<run key>/logs/…`` and ``…/metrics/<node index>/…``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from octotrain.contracts import NodeFolders, NodeLogNames
+
+
+@dataclass(frozen=True)
+class RunLayout:
+    runs_dir: Path
+    task_id: int
+    run_key: str
+
+    @property
+    def run_dir(self) -> Path:
+        return self.runs_dir / str(self.task_id) / self.run_key
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.run_dir / "logs"
+
+    @property
+    def outcomes_dir(self) -> Path:
+        return self.run_dir / "outcomes"
+
+    def node_folders(self, node_index: str) -> NodeFolders:
+        return NodeFolders.under(self.run_dir / "nodes" / node_index)
+
+    def log_names(self, node_index: str) -> NodeLogNames:
+        return NodeLogNames(task_id=self.task_id, node_index=node_index)
+
+    def log_path(self, name: str) -> Path:
+        return self.logs_dir / name
+
+    @property
+    def object_prefix(self) -> str:
+        return f"runs/{self.task_id}/{self.run_key}"
+
+    def write_outcome(self, node_index: str, outcome: dict[str, object]) -> None:
+        self.outcomes_dir.mkdir(parents=True, exist_ok=True)
+        partial = self.outcomes_dir / f".{node_index}.partial"
+        partial.write_text(json.dumps(outcome))
+        partial.replace(self.outcomes_dir / f"{node_index}.json")
+
+    def read_outcome(self, node_index: str) -> dict[str, object] | None:
+        try:
+            return json.loads((self.outcomes_dir / f"{node_index}.json").read_text())
+        except FileNotFoundError:
+            return None
+
+
+def model_version_prefix(project: str, repository: str, version: int) -> str:
+    return f"models/{project}/{repository}/{version}"
+
+
+def model_staging_prefix(project: str, repository: str, run_key: str) -> str:
+    return f"models/{project}/{repository}/.staging/{run_key}"

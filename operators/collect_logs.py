@@ -1,0 +1,55 @@
+"""``collect_logs``: after every node has ended, however it ended, keep its logs and metrics.
+
+The run folder is local to the machine that ran the nodes; the object store is what the log
+and metrics pages read once the run is over, so everything is copied there. The catalog run
+is marked failed here when any node did not succeed, since ``archive_model`` will not run.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from airflow.sdk import Context
+from sqlalchemy import update
+
+from hooks.catalog import default_catalog
+from hooks.object_store import default_object_store, upload_folder
+from octotrain.catalog.models import Run, RunState
+from operators.training_stage import TrainingStageOperator
+
+
+class CollectLogsOperator(TrainingStageOperator):
+    ui_color = "#f3eefa"
+
+    def execute(self, context: Context) -> dict[str, object]:
+        plan = self.run_plan(context)
+        layout = self.layout(plan)
+        store = default_object_store()
+        logs = upload_folder(store, layout.logs_dir, f"{layout.object_prefix}/logs")
+        metrics = 0
+        for node_index in plan.node_indices:
+            folder = layout.node_folders(node_index).metrics
+            if folder.is_dir():
+                metrics += len(
+                    upload_folder(store, folder, f"{layout.object_prefix}/metrics/{node_index}")
+                )
+        failed = [
+            node_index
+            for node_index in plan.node_indices
+            if (layout.read_outcome(node_index) or {}).get("exit_code") != 0
+        ]
+        if failed:
+            with default_catalog().session() as session:
+                session.execute(
+                    update(Run)
+                    .where(Run.id == plan.catalog_run_id)
+                    .values(
+                        state=RunState.FAILED,
+                        message=f"nodes that did not succeed: {', '.join(failed)}",
+                        ended_at=datetime.now(UTC),
+                    )
+                )
+        self.log.info(
+            "collected %d log files and %d metrics files to %s", len(logs), metrics, store.url
+        )
+        return {"logs": [info.key for info in logs], "failed_nodes": failed}

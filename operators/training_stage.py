@@ -1,0 +1,37 @@
+"""What every stage of a training run shares: the plan that ``validate`` resolved, and where
+the run's files are."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow.sdk import BaseOperator, Context
+from airflow.sdk.exceptions import AirflowSkipException
+
+from octotrain.planning import RunPlan
+from octotrain.run_layout import RunLayout
+from octotrain.settings import get_settings
+
+VALIDATE_TASK_ID = "validate"
+PLAN_XCOM_KEY = "plan"
+
+
+class TrainingStageOperator(BaseOperator):
+    """A stage of the run of training task ``training_task_id``."""
+
+    def __init__(self, *, training_task_id: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.training_task_id = training_task_id
+
+    def run_plan(self, context: Context) -> RunPlan:
+        """The plan ``validate`` pushed for this run; skip if validation never produced one."""
+        document = context["ti"].xcom_pull(task_ids=VALIDATE_TASK_ID, key=PLAN_XCOM_KEY)
+        if not document:
+            raise AirflowSkipException("validate produced no plan for this run")
+        return RunPlan.model_validate(document)
+
+    @staticmethod
+    def layout(plan: RunPlan) -> RunLayout:
+        return RunLayout(
+            runs_dir=get_settings().runs_dir, task_id=plan.task_id, run_key=plan.run_key
+        )

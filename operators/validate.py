@@ -1,0 +1,75 @@
+"""``validate``: check the task against the catalog as it is now and resolve the run's plan."""
+
+from __future__ import annotations
+
+from airflow.sdk import Context
+from airflow.sdk.exceptions import AirflowFailException
+from sqlalchemy import select
+
+from hooks.catalog import default_catalog
+from hooks.local_process import free_port
+from octotrain.catalog.models import Run, RunState, TrainingTask
+from octotrain.errors import TaskDefinitionError
+from octotrain.planning import build_run_plan
+from operators.training_stage import PLAN_XCOM_KEY, TrainingStageOperator
+
+LOCAL_MASTER_ADDR = "127.0.0.1"
+
+
+class ValidateTaskOperator(TrainingStageOperator):
+    """Fails the run, naming every missing or unusable reference, before anything is staged.
+
+    On success it records the run in the catalog, pushes the plan for the later stages (XCom
+    key ``plan``) and returns the node list that ``launch`` is mapped over.
+    """
+
+    ui_color = "#e8f1fb"
+
+    def execute(self, context: Context) -> list[str]:
+        dag_run = context["dag_run"]
+        run_id = dag_run.run_id
+        triggered_by = str(getattr(dag_run, "triggering_user_name", None) or "")
+        with default_catalog().session() as session:
+            task = session.get(TrainingTask, self.training_task_id)
+            if task is None:
+                raise AirflowFailException(
+                    f"training task {self.training_task_id} no longer exists in the catalog"
+                )
+            try:
+                plan = build_run_plan(
+                    session,
+                    task,
+                    run_id=run_id,
+                    master_addr=LOCAL_MASTER_ADDR,
+                    master_port=free_port(),
+                    triggered_by=triggered_by,
+                )
+                error = None
+            except TaskDefinitionError as problem:
+                plan, error = None, problem
+            run = session.scalars(
+                select(Run).where(Run.task_id == task.id, Run.airflow_run_id == run_id)
+            ).one_or_none()
+            if run is None:
+                run = Run(
+                    task_id=task.id,
+                    airflow_run_id=run_id,
+                    triggered_by=triggered_by,
+                    node_count=int(task.spec.get("node_count", 1)),
+                )
+                session.add(run)
+            run.state = RunState.FAILED if error else RunState.RUNNING
+            run.message = f"validation failed: {error}" if error else ""
+            run.plan = plan.model_dump(mode="json") if plan else {}
+            session.flush()
+            run_row_id = run.id
+        if error is not None:
+            raise AirflowFailException(
+                f"training task '{task.name}' cannot run: "
+                + "; ".join(str(problem) for problem in error.problems)
+            )
+        assert plan is not None
+        plan = plan.model_copy(update={"catalog_run_id": run_row_id})
+        context["ti"].xcom_push(key=PLAN_XCOM_KEY, value=plan.model_dump(mode="json"))
+        self.log.info("run %s of task %s: nodes %s", run_id, task.name, plan.node_indices)
+        return plan.node_indices
