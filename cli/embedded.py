@@ -96,6 +96,8 @@ def bring_up(settings: Settings, *, port: int, echo: Callable[[str], None]) -> i
         + (f", created {', '.join(demo.created)}" if demo.created else ", reused")
     )
     password = admin_password(settings)
+    # A SIGTERM (not only Ctrl-C) must also stop the Airflow processes started below.
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(143))
     log_path = airflow_home(settings) / "standalone.log"
     echo(f"starting Airflow (output in {log_path}) ...")
     with log_path.open("ab") as airflow_log:

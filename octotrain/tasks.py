@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from octotrain.catalog.models import TrainingTask
+from octotrain.catalog.models import Project, TrainingTask
 from octotrain.errors import FieldProblem, TaskDefinitionError
 from octotrain.planning import resolve_task_spec
 from octotrain.task_spec import parse_task_spec
@@ -15,21 +15,20 @@ def create_training_task(session: Session, document: object) -> TrainingTask:
     """Validate ``document`` (rules and references) and add it as a new training task."""
     spec = parse_task_spec(document)
     problems: list[FieldProblem] = []
+    taken = session.scalar(
+        select(TrainingTask.id)
+        .join(Project)
+        .where(Project.name == spec.project, TrainingTask.name == spec.name)
+    )
+    if taken is not None:
+        problems.append(
+            FieldProblem("name", f"a task named '{spec.name}' already exists in the project")
+        )
     try:
         resolved = resolve_task_spec(session, spec)
     except TaskDefinitionError as error:
         problems.extend(error.problems)
         resolved = None
-    if resolved is not None:
-        taken = session.scalar(
-            select(TrainingTask.id).where(
-                TrainingTask.project_id == resolved.project.id, TrainingTask.name == spec.name
-            )
-        )
-        if taken is not None:
-            problems.append(
-                FieldProblem("name", f"a task named '{spec.name}' already exists in the project")
-            )
     if problems:
         raise TaskDefinitionError(problems)
     assert resolved is not None

@@ -3,6 +3,7 @@ an existing installation is upgraded in place and its tasks and model versions a
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from alembic import command
@@ -22,6 +23,8 @@ def alembic_config(url: str) -> Config:
 def upgrade(engine: Engine, revision: str = "head") -> None:
     """Migrate the catalog behind ``engine`` to ``revision``."""
     config = alembic_config(engine.url.render_as_string(hide_password=False))
+    # Alembic's per-step INFO lines are noise for the command that calls this.
+    logging.getLogger("alembic").setLevel(logging.WARNING)
     with engine.begin() as connection:
         config.attributes["connection"] = connection
         command.upgrade(config, revision)

@@ -1,0 +1,20 @@
+# The two commands of the README. `uv` is installed with pip when it is missing.
+UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
+PORT ?= 8080
+
+.PHONY: run test lint uv sync
+
+run: sync ## install from the lock file, start Airflow, run the 2-node demo, keep Airflow up
+	$(UV) run octotrain up --port $(PORT)
+
+test: sync ## lint and run the whole test suite (SQLite and PostgreSQL)
+	$(UV) run ruff check .
+	$(UV) run ruff format --check .
+	$(UV) run pytest
+
+sync: uv
+	$(UV) sync --frozen
+
+uv:
+	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || \
+		python3 -m pip install --quiet "uv==0.13.8"

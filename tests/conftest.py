@@ -1,0 +1,84 @@
+"""Shared fixtures: a catalog on SQLite and on PostgreSQL, a local object store, settings.
+
+Airflow reads its configuration once per process, so this file points it at a private
+AIRFLOW_HOME before anything imports Airflow. Tests that need a whole Airflow installation
+(metadata DB, dag.test) run it in a subprocess (tests/e2e).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+_AIRFLOW_HOME = tempfile.mkdtemp(prefix="octotrain-test-airflow-")
+os.environ["AIRFLOW_HOME"] = _AIRFLOW_HOME
+os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "True"
+
+import pytest  # noqa: E402
+import sqlalchemy  # noqa: E402
+
+from hooks.catalog import CatalogHook  # noqa: E402
+from hooks.object_store import LocalFolderStore  # noqa: E402
+from octotrain.settings import get_settings  # noqa: E402
+
+POSTGRES_ADMIN_URL = os.environ.get(
+    "OCTOTRAIN_TEST_POSTGRES_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
+)
+
+
+def postgres_database() -> Iterator[str]:
+    """A fresh PostgreSQL database, dropped afterwards; yields its URL."""
+    name = f"octotrain_test_{uuid.uuid4().hex[:12]}"
+    admin = sqlalchemy.create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    except sqlalchemy.exc.OperationalError as error:
+        admin.dispose()
+        pytest.fail(f"PostgreSQL on 127.0.0.1:5432 is required for this test: {error}")
+    url = POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    try:
+        yield url
+    finally:
+        with admin.connect() as connection:
+            connection.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def catalog_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The catalog URL, once on SQLite and once on PostgreSQL."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'catalog.db'}"
+    else:
+        yield from postgres_database()
+
+
+@pytest.fixture
+def catalog(catalog_url: str) -> Iterator[CatalogHook]:
+    hook = CatalogHook(catalog_url)
+    hook.migrate()
+    yield hook
+    hook.dispose()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> LocalFolderStore:
+    return LocalFolderStore(tmp_path / "objects")
+
+
+@pytest.fixture
+def octotrain_env(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, catalog_url: str
+) -> Iterator[Path]:
+    """Point Octotrain's settings at a private state folder and the test's catalog."""
+    state = tmp_path / "state"
+    monkeypatch.setenv("OCTOTRAIN_STATE_DIR", str(state))
+    monkeypatch.setenv("OCTOTRAIN_CATALOG_URL", catalog_url)
+    get_settings.cache_clear()
+    yield state
+    get_settings.cache_clear()

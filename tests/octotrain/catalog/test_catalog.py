@@ -1,0 +1,103 @@
+"""The catalog schema on SQLite and PostgreSQL: migrations, constraints, the demo seed."""
+
+import pytest
+from sqlalchemy import inspect, select
+from sqlalchemy.exc import IntegrityError
+
+from hooks.catalog import CatalogHook
+from hooks.object_store import LocalFolderStore
+from octotrain.catalog.models import (
+    Dataset,
+    DatasetVersion,
+    ModelRepository,
+    ModelVersion,
+    ModelVersionSource,
+    ModelVersionStatus,
+    Project,
+    TrainingTask,
+)
+from tests.factories import seed
+
+TABLES = {
+    "projects",
+    "resource_specs",
+    "algorithms",
+    "datasets",
+    "dataset_versions",
+    "data_caches",
+    "model_repositories",
+    "model_versions",
+    "training_tasks",
+    "runs",
+    "alembic_version",
+}
+
+
+def test_migration_creates_every_table_and_is_repeatable(catalog: CatalogHook) -> None:
+    assert set(inspect(catalog.engine).get_table_names()) == TABLES
+    catalog.migrate()  # a second upgrade is a no-op, not an error
+    assert set(inspect(catalog.engine).get_table_names()) == TABLES
+
+
+def test_demo_seed_is_idempotent(catalog: CatalogHook, store: LocalFolderStore) -> None:
+    first = seed(catalog, store)
+    second = seed(catalog, store)
+    assert first.task_id == second.task_id
+    assert "training_tasks:演示-房价回归" in first.created
+    assert second.created == []
+    with catalog.session() as session:
+        assert session.scalars(select(Project)).all()[0].name == "demo"
+        assert len(session.scalars(select(TrainingTask)).all()) == 1
+        version = session.scalars(select(DatasetVersion)).one()
+        assert version.file_count == 1 and version.size_bytes > 0
+    assert [info.key for info in store.list(version.object_prefix)] == [
+        f"{version.object_prefix}/train.csv"
+    ]
+
+
+def test_seed_restores_objects_missing_from_the_store(
+    catalog: CatalogHook, store: LocalFolderStore
+) -> None:
+    seed(catalog, store)
+    store.delete_prefix("datasets")
+    seed(catalog, store)
+    assert store.list("datasets/demo/house-prices/v1")
+
+
+def test_model_version_numbers_are_unique_per_repository(
+    catalog: CatalogHook, store: LocalFolderStore
+) -> None:
+    seed(catalog, store)
+
+    def add_version(number: int) -> None:
+        with catalog.session() as session:
+            repository = session.scalars(select(ModelRepository)).one()
+            session.add(
+                ModelVersion(
+                    repository_id=repository.id,
+                    version=number,
+                    status=ModelVersionStatus.COMPLETE,
+                    source=ModelVersionSource.IMPORTED,
+                    object_prefix=f"models/x/{number}",
+                )
+            )
+
+    add_version(1)
+    with pytest.raises(IntegrityError):
+        add_version(1)
+    add_version(2)
+
+
+def test_referenced_rows_cannot_be_deleted(catalog: CatalogHook, store: LocalFolderStore) -> None:
+    seed(catalog, store)
+    with pytest.raises(IntegrityError), catalog.session() as session:
+        session.delete(session.scalars(select(Dataset)).one())
+        session.flush()
+
+
+def test_enumerations_are_checked_by_the_database(
+    catalog: CatalogHook, store: LocalFolderStore
+) -> None:
+    seed(catalog, store)
+    with pytest.raises(IntegrityError), catalog.session() as session:
+        session.connection().exec_driver_sql("UPDATE dataset_versions SET status = 'bogus'")

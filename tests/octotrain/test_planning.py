@@ -1,0 +1,156 @@
+"""Resolving tasks against the catalog, on SQLite and PostgreSQL."""
+
+import pytest
+from sqlalchemy import delete, select, update
+
+from hooks.catalog import CatalogHook
+from hooks.object_store import LocalFolderStore
+from octotrain.catalog.models import (
+    Algorithm,
+    AnnotationStatus,
+    Dataset,
+    DatasetVersion,
+    ModelRepository,
+    TrainingTask,
+)
+from octotrain.errors import TaskDefinitionError
+from octotrain.planning import build_run_plan, parameter_problem, run_key
+from octotrain.tasks import create_training_task
+from tests.factories import add_task, seed
+
+
+def plan_for(catalog: CatalogHook, task_id: int):
+    with catalog.session() as session:
+        task = session.get(TrainingTask, task_id)
+        return build_run_plan(
+            session,
+            task,
+            run_id="manual__x",
+            master_addr="127.0.0.1",
+            master_port=1234,
+            triggered_by="alice",
+        )
+
+
+def test_demo_task_plan(catalog: CatalogHook, store: LocalFolderStore) -> None:
+    demo = seed(catalog, store)
+    plan = plan_for(catalog, demo.task_id)
+    assert plan.node_indices == ["distributed-0", "distributed-1"]
+    assert plan.command == ["python", "examples/linear_regression/train.py"]
+    assert plan.parameters == {"epochs": 60, "learning_rate": 0.05, "batch_size": 64, "seed": 0}
+    assert plan.env == {"OMP_NUM_THREADS": "1"}
+    assert plan.run_as_user == "1000"
+    assert [(i.name, i.object_prefix) for i in plan.data_inputs] == [
+        ("house-prices_v1", "datasets/demo/house-prices/v1")
+    ]
+    assert plan.lineage["triggered_by"] == "alice"
+    assert plan.lineage["data_inputs"][0]["version"] == "v1"
+
+
+def test_missing_references_are_all_named(catalog: CatalogHook, store: LocalFolderStore) -> None:
+    demo = seed(catalog, store)
+    with catalog.session() as session:
+        session.execute(delete(TrainingTask).where(TrainingTask.id != demo.task_id))
+        task = session.get(TrainingTask, demo.task_id)
+        task.spec = task.spec | {
+            "algorithm": "gone-algorithm",
+            "model_repository": "gone-repo",
+            "data_inputs": [{"dataset": "house-prices", "version": "v9"}, {"cache": "gone"}],
+        }
+    with pytest.raises(TaskDefinitionError) as caught:
+        plan_for(catalog, demo.task_id)
+    message = str(caught.value)
+    for expected in ("gone-algorithm", "gone-repo", "house-prices' v9", "gone"):
+        assert expected in message
+    fields = [problem.field for problem in caught.value.problems]
+    assert fields == ["algorithm", "model_repository", "data_inputs.0", "data_inputs.1"]
+
+
+def test_unusable_dataset_is_rejected_with_the_reason(
+    catalog: CatalogHook, store: LocalFolderStore
+) -> None:
+    demo = seed(catalog, store)
+    with catalog.session() as session:
+        session.execute(update(Dataset).values(annotation_status=AnnotationStatus.UNANNOTATED))
+    with pytest.raises(TaskDefinitionError, match="unannotated; it must be annotated"):
+        plan_for(catalog, demo.task_id)
+
+
+def test_creating_a_task_checks_everything_and_writes_nothing_on_error(
+    catalog: CatalogHook, store: LocalFolderStore
+) -> None:
+    seed(catalog, store)
+    with pytest.raises(TaskDefinitionError) as caught:
+        add_task(
+            catalog,
+            name="演示-房价回归",
+            parameters={"epochs": "ten", "nope": 1},
+            node_count=9,
+            mounts=[{"dataset": "house-prices", "version": "v1"}],
+        )
+    fields = {problem.field for problem in caught.value.problems}
+    assert fields == {"name", "parameters.epochs", "parameters.nope", "node_count", "mounts"}
+    with catalog.session() as session:
+        assert len(session.scalars(select(TrainingTask)).all()) == 1
+
+
+def test_image_only_algorithm_on_modelarts_runs_as_ma_user(
+    catalog: CatalogHook, store: LocalFolderStore
+) -> None:
+    seed(catalog, store)
+    with catalog.session() as session:
+        session.execute(update(Algorithm).values(algorithm_type="image_only"))
+        from octotrain.catalog.models import ResourceSpec
+
+        session.execute(update(ResourceSpec).values(kind="modelarts"))
+    task_id = add_task(catalog, name="ma")
+    assert plan_for(catalog, task_id).run_as_user == "ma-user"
+
+
+@pytest.mark.parametrize(
+    ("declaration", "value", "problem"),
+    [
+        ({"type": "int", "min": 1, "max": 5}, 3, None),
+        ({"type": "int", "min": 1, "max": 5}, 6, "within [1, 5]"),
+        ({"type": "int"}, True, "type int"),
+        ({"type": "float"}, 1, None),
+        ({"type": "bool"}, "yes", "type bool"),
+        ({"type": "enum", "choices": ["adam", "sgd"]}, "rmsprop", "one of"),
+        ({"type": "tensor"}, 1, "unknown type"),
+    ],
+)
+def test_parameter_types(declaration: dict, value: object, problem: str | None) -> None:
+    found = parameter_problem(declaration, value)
+    assert (found is None) if problem is None else (problem in found)
+
+
+def test_run_key_is_safe_and_distinct() -> None:
+    first, second = (
+        run_key("manual__2026-01-01T00:00:00+00:00"),
+        run_key("manual__2026-01-01T00_00_00_00_00"),
+    )
+    assert first != second
+    assert all(char.isalnum() or char in "_.-" for char in first)
+
+
+def test_task_with_repository_in_other_project_is_missing(
+    catalog: CatalogHook, store: LocalFolderStore
+) -> None:
+    seed(catalog, store)
+    with catalog.session() as session:
+        session.execute(update(ModelRepository).values(name="renamed"))
+        assert session.scalars(select(DatasetVersion)).one()
+    with (
+        pytest.raises(TaskDefinitionError, match="model repository 'house-price-model'"),
+        catalog.session() as session,
+    ):
+        create_training_task(
+            session,
+            {
+                "project": "demo",
+                "name": "x",
+                "resource_spec": "cpu-small",
+                "algorithm": "linear-regression-numpy",
+                "model_repository": "house-price-model",
+            },
+        )
