@@ -82,3 +82,19 @@ def octotrain_env(
     get_settings.cache_clear()
     yield state
     get_settings.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def airflow_metadata_db() -> None:
+    """Migrate this process's Airflow metadata DB (SQLite in the private AIRFLOW_HOME), which
+    Airflow's token checks read (revoked tokens)."""
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "airflow", "db", "migrate"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]

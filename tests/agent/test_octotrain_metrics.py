@@ -1,0 +1,54 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from agent.octotrain_metrics import MetricsWriter
+from octotrain.metrics import chart_names, final_values, read_points
+
+
+def test_writer_follows_the_metrics_contract(tmp_path: Path) -> None:
+    writer = MetricsWriter(tmp_path, task_id="7")
+    writer.declare("loss", x="step", ys=["loss"], smooth=True)
+    writer.declare("acc", x="epoch", ys=["acc"], series=["train", "val"], description="accuracy")
+    writer.log("loss", step=1, loss=0.9)
+    writer.log("loss", step=2, loss=0.5)
+    writer.log("acc", epoch=1, train=0.7, val=0.6)
+    meta = json.loads((tmp_path / "metrics.json").read_text())
+    assert meta["id"] == "7"
+    assert meta["metas"][0] == {
+        "name": "loss",
+        "x": "step",
+        "ys": ["loss"],
+        "description": "loss",
+        "smooth": "true",
+        "with_timestamp": "false",
+    }
+    assert meta["metas"][1]["series"] == ["train", "val"]
+    assert chart_names(tmp_path) == ["loss", "acc"]
+    assert final_values(tmp_path) == {
+        "loss": {"step": 2, "loss": 0.5},
+        "acc": {"epoch": 1, "train": 0.7, "val": 0.6},
+    }
+
+
+def test_writer_refuses_what_the_manual_forbids(tmp_path: Path) -> None:
+    writer = MetricsWriter(tmp_path)
+    with pytest.raises(ValueError, match=r"one \(left\) or two"):
+        writer.declare("c", x="x", ys=["a", "b", "c"])
+    with pytest.raises(ValueError, match="series"):
+        writer.declare("c", x="x", ys=["a", "b"], series=["s"])
+    for number in range(6):
+        writer.declare(f"c{number}", x="x", ys=["y"])
+    with pytest.raises(ValueError, match="at most 6"):
+        writer.declare("c7", x="x", ys=["y"])
+    with pytest.raises(KeyError):
+        writer.log("undeclared", x=1)
+
+
+def test_torn_and_non_numeric_lines_are_skipped_and_counted(tmp_path: Path) -> None:
+    path = tmp_path / "loss.jsonl"
+    path.write_text('{"step": 1, "loss": 0.5}\n{"step": 2, "loss": "nan?"}\n{"step": 3, "lo')
+    points, skipped = read_points(path)
+    assert points == [{"step": 1, "loss": 0.5}]
+    assert skipped == 2

@@ -1,0 +1,84 @@
+"""The DAG factory, on catalogs in SQLite and PostgreSQL."""
+
+from pathlib import Path
+
+import pytest
+from airflow.dag_processing.dagbag import DagBag
+
+from dags.factory import build_all_dags, dag_id_for, task_id_from_dag_id
+from hooks.catalog import CatalogHook
+from hooks.object_store import LocalFolderStore
+from octotrain.settings import REPO_ROOT, get_settings
+from tests.factories import add_task, seed
+
+DAGS_FOLDER = REPO_ROOT / "dags"
+
+
+def test_one_dag_per_task_with_the_pipeline(
+    catalog: CatalogHook, store: LocalFolderStore, octotrain_env: Path
+) -> None:
+    demo = seed(catalog, store)
+    other = add_task(catalog, name="second", node_count=1, priority=-50)
+    dags = build_all_dags(catalog.url)
+    assert sorted(dags) == [dag_id_for(demo.task_id), dag_id_for(other)]
+
+    dag = dags[dag_id_for(demo.task_id)]
+    assert dag.dag_display_name == "演示-房价回归"
+    assert dag.dag_id.isascii()
+    assert dag.schedule is None and dag.catchup is False
+    assert set(dag.task_ids) == {
+        "validate",
+        "stage_data",
+        "launch",
+        "collect_logs",
+        "archive_model",
+    }
+    # launch also depends on validate: it is mapped over the node list validate returns
+    assert dag.get_task("validate").downstream_task_ids == {"stage_data", "launch"}
+    assert dag.get_task("stage_data").downstream_task_ids == {"launch"}
+    assert dag.get_task("launch").downstream_task_ids == {"collect_logs", "archive_model"}
+    assert dag.get_task("collect_logs").trigger_rule == "all_done"
+    assert dag.get_task("archive_model").upstream_task_ids == {"launch", "collect_logs"}
+    assert dag.get_task("launch").map_index_template == "{{ task.node_index }}"
+    assert dag.max_active_tasks >= 2 + 1  # both nodes at once, beside a stage
+    assert dag.get_task("validate").priority_weight == 61  # priority 10
+    assert dags[dag_id_for(other)].get_task("validate").priority_weight == 1  # priority -50
+
+
+def test_dag_id_round_trip() -> None:
+    assert task_id_from_dag_id(dag_id_for(42)) == 42
+    with pytest.raises(ValueError, match="not an Octotrain"):
+        task_id_from_dag_id("example_bash_operator")
+
+
+def test_dag_file_loads_every_task(
+    catalog: CatalogHook, store: LocalFolderStore, octotrain_env: Path
+) -> None:
+    demo = seed(catalog, store)
+    bag = DagBag(dag_folder=DAGS_FOLDER)
+    assert bag.import_errors == {}
+    assert list(bag.dags) == [dag_id_for(demo.task_id)]
+
+
+@pytest.mark.parametrize("catalog_url", ["sqlite"], indirect=True)
+def test_unreadable_catalog_is_an_import_error_not_zero_dags(
+    catalog_url: str, octotrain_env: Path
+) -> None:
+    """The catalog exists but was never migrated: the DAG file must fail loudly."""
+    bag = DagBag(dag_folder=DAGS_FOLDER)
+    assert bag.dags == {}
+    [error] = bag.import_errors.values()
+    assert "training_tasks" in error
+
+
+def test_unsupported_launcher_fails_loudly(
+    catalog: CatalogHook,
+    store: LocalFolderStore,
+    octotrain_env: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seed(catalog, store)
+    monkeypatch.setenv("OCTOTRAIN_LAUNCHER", "kubernetes")
+    get_settings.cache_clear()
+    with pytest.raises(RuntimeError, match="launcher 'kubernetes' is not available"):
+        build_all_dags(catalog.url)

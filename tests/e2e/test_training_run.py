@@ -1,0 +1,173 @@
+"""A training task run through Airflow end to end (``dag.test()``), on SQLite and PostgreSQL:
+Airflow's metadata DB and the catalog both live on the backend under test."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from octotrain.contracts import NodeLogNames
+from octotrain.settings import REPO_ROOT
+from tests.conftest import postgres_database
+
+SCENARIOS = ["demo", "node-fails", "missing-refs"]
+
+
+@pytest.fixture(
+    scope="module", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+)
+def backend(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[dict[str, str], Path]]:
+    root = tmp_path_factory.mktemp(f"e2e-{request.param}")
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("AIRFLOW", "OCTOTRAIN_"))
+    }
+    env |= {
+        "AIRFLOW_HOME": str(root / "airflow"),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO_ROOT / "dags"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "OCTOTRAIN_STATE_DIR": str(root / "state"),
+        "PYTHONPATH": str(REPO_ROOT),
+    }
+    if request.param == "sqlite":
+        env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = f"sqlite:///{root / 'airflow.db'}"
+        yield env, root
+        return
+    databases = [postgres_database(), postgres_database()]
+    airflow_url, catalog_url = (next(database) for database in databases)
+    env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = airflow_url
+    env["OCTOTRAIN_CATALOG_URL"] = catalog_url
+    yield env, root
+    for database in databases:
+        next(database, None)
+
+
+@pytest.fixture(scope="module")
+def results(backend: tuple[dict[str, str], Path]) -> dict[str, dict[str, Any]]:
+    env, root = backend
+    migrate = subprocess.run(
+        [sys.executable, "-m", "airflow", "db", "migrate"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert migrate.returncode == 0, migrate.stdout[-3000:] + migrate.stderr[-3000:]
+    completed = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "tests" / "e2e" / "dag_test_runner.py"), *SCENARIOS],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=600,
+        check=False,
+    )
+    (root / "runner.log").write_text(completed.stdout + completed.stderr)
+    found = {}
+    for line in completed.stdout.splitlines():
+        if line.startswith("RESULT "):
+            result = json.loads(line.removeprefix("RESULT "))
+            found[result["scenario"]] = result
+    assert set(found) == set(SCENARIOS), (completed.stdout + completed.stderr)[-6000:]
+    return found
+
+
+def run_folder(root: Path, result: dict[str, Any]) -> Path:
+    return root / "state" / "runs" / str(result["task_id"]) / result["run"]["run_key"]
+
+
+def test_demo_run_succeeds_with_logs_metrics_and_a_model_version(
+    results: dict[str, dict[str, Any]], backend: tuple[dict[str, str], Path]
+) -> None:
+    _, root = backend
+    demo = results["demo"]
+    assert demo["state"] == "success", demo
+    assert set(demo["tasks"].values()) == {"success"}
+    assert {"launch[0]", "launch[1]"} <= set(demo["tasks"])
+    assert demo["run"]["state"] == "success"
+    assert demo["run"]["model_version"] == 1
+
+    folder = run_folder(root, demo)
+    objects = root / "state" / "objects"
+    for node_index in ("distributed-0", "distributed-1"):
+        names = NodeLogNames(task_id=demo["task_id"], node_index=node_index)
+        for name in names.always():
+            local = folder / "logs" / name
+            assert local.is_file(), name
+            collected = objects / "runs" / str(demo["task_id"]) / folder.name / "logs" / name
+            assert collected.read_bytes() == local.read_bytes()
+        assert not (folder / "logs" / names.supplemental).exists()
+        assert "final mse" in (folder / "logs" / names.train).read_text()
+        assert "staged house-prices_v1: 1 files" in (folder / "logs" / names.init).read_text()
+        assert "exited with status 0" in (folder / "logs" / names.sidecar).read_text()
+        metrics = folder / "nodes" / node_index / "metrics"
+        meta = json.loads((metrics / "metrics.json").read_text())
+        assert [m["name"] for m in meta["metas"]] == ["loss", "fit"]
+        fit = [json.loads(line) for line in (metrics / "fit.jsonl").read_text().splitlines()]
+        assert len(fit) == 60 and set(fit[0]) == {"epoch", "mse", "r2"}
+
+    version = objects / "models" / "demo" / "house-price-model" / "1"
+    assert sorted(p.relative_to(version).as_posix() for p in version.rglob("*") if p.is_file()) == [
+        "model.json",
+        "rank-0/weights.npz",
+        "rank-1/weights.npz",
+    ]
+    assert not (objects / "models" / "demo" / "house-price-model" / ".staging").exists() or not any(
+        (objects / "models" / "demo" / "house-price-model" / ".staging").rglob("*.*")
+    )
+
+
+def test_failing_node_fails_the_run_stops_the_others_and_archives_nothing(
+    results: dict[str, dict[str, Any]], backend: tuple[dict[str, str], Path]
+) -> None:
+    _, root = backend
+    failed = results["node-fails"]
+    assert failed["state"] == "failed"
+    assert failed["tasks"]["launch[0]"] == failed["tasks"]["launch[1]"] == "failed"
+    assert failed["tasks"]["collect_logs"] == "success"
+    assert failed["tasks"]["archive_model"] == "upstream_failed"
+    assert failed["run"]["state"] == "failed"
+    assert failed["run"]["model_version"] is None
+
+    logs = run_folder(root, failed) / "logs"
+    names = {
+        node: NodeLogNames(task_id=failed["task_id"], node_index=node)
+        for node in ("distributed-0", "distributed-1")
+    }
+    texts = {node: (logs / name.supplemental).read_text() for node, name in names.items()}
+    [culprit] = [node for node, text in texts.items() if "ended abnormally" in text]
+    [other] = [node for node in names if node != culprit]
+    assert "exit code 3: the training program exited with an error" in texts[culprit]
+    assert f"was stopped: node {culprit} failed with exit code 3" in texts[other]
+    assert f"node {culprit} starting" in (logs / names[culprit].train).read_text()
+    assert culprit in failed["run"]["message"] and other in failed["run"]["message"]
+    for name in names.values():
+        for file_name in name.always():
+            assert (logs / file_name).exists(), file_name
+    repository = root / "state" / "objects" / "models" / "demo" / "house-price-model"
+    assert sorted(p.name for p in repository.iterdir() if not p.name.startswith(".")) == ["1"]
+
+
+def test_missing_references_fail_validate_before_anything_is_staged(
+    results: dict[str, dict[str, Any]], backend: tuple[dict[str, str], Path]
+) -> None:
+    _, root = backend
+    missing = results["missing-refs"]
+    assert missing["state"] == "failed"
+    assert missing["tasks"]["validate"] == "failed"
+    assert missing["tasks"]["stage_data"] == "upstream_failed"
+    assert missing["tasks"]["archive_model"] == "upstream_failed"
+    message = missing["run"]["message"]
+    for name in ("deleted-algorithm", "deleted-repository", "v404"):
+        assert name in message
+    assert not (root / "state" / "runs" / str(missing["task_id"])).exists()

@@ -1,0 +1,61 @@
+import sys
+import time
+from pathlib import Path
+
+from hooks.local_process import LocalNodeProcess, RunAbortMarker, free_port
+
+
+def node(tmp_path: Path, code: str, grace: float = 5) -> LocalNodeProcess:
+    return LocalNodeProcess(
+        command=[sys.executable, "-c", code],
+        env={"GREETING": "hello"},
+        cwd=tmp_path,
+        train_log=tmp_path / "train.log",
+        sidecar_log=tmp_path / "sidecar.log",
+        stop_grace_seconds=grace,
+    )
+
+
+def test_output_goes_to_the_train_log_and_exit_code_is_kept(tmp_path: Path) -> None:
+    process = node(tmp_path, "import os,sys; print(os.environ['GREETING']); sys.exit(3)")
+    process.start()
+    outcome = process.wait(RunAbortMarker(tmp_path))
+    assert outcome.exit_code == 3 and not outcome.succeeded
+    assert (tmp_path / "train.log").read_text() == "hello\n"
+    sidecar = (tmp_path / "sidecar.log").read_text()
+    assert "training process started" in sidecar
+    assert "exited with status 3" in sidecar
+
+
+def test_metrics_writer_is_importable_by_the_training_process(tmp_path: Path) -> None:
+    process = node(tmp_path, "import octotrain_metrics; print(octotrain_metrics.MAX_CHARTS)")
+    process.start()
+    assert process.wait(RunAbortMarker(tmp_path)).succeeded
+    assert (tmp_path / "train.log").read_text() == "6\n"
+
+
+def test_abort_flag_stops_a_running_node(tmp_path: Path) -> None:
+    process = node(tmp_path, "import time; time.sleep(60)")
+    process.start()
+    marker = RunAbortMarker(tmp_path)
+    marker.raise_flag(node_index="distributed-1", reason="failed with exit code 3")
+    started = time.monotonic()
+    outcome = process.wait(marker, poll_seconds=0.1)
+    assert time.monotonic() - started < 5
+    assert outcome.stopped_because == "node distributed-1 failed with exit code 3"
+    assert outcome.exit_code == 143  # SIGTERM, as a container runtime reports it
+
+
+def test_a_node_ignoring_sigterm_is_killed_after_the_grace_period(tmp_path: Path) -> None:
+    code = "import signal,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"
+    process = node(tmp_path, code, grace=0.5)
+    process.start()
+    time.sleep(0.5)
+    assert process.stop() == 137
+
+
+def test_free_port_is_bindable() -> None:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", free_port()))
