@@ -16,6 +16,8 @@ from typing import Protocol
 from octotrain.settings import get_settings
 
 COPY_CHUNK = 8 * 1024 * 1024
+# Marks a file being written; such files are not objects yet and are never listed.
+PARTIAL_MARKER = ".octotrain-partial-"
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,7 @@ class LocalFolderStore:
     def put_file(self, key: str, source: Path) -> ObjectInfo:
         target = self._path(key)
         target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
+        partial = target.with_name(f".{target.name}{PARTIAL_MARKER}{os.getpid()}")
         try:
             shutil.copyfile(source, partial)
             partial.replace(target)
@@ -89,7 +91,7 @@ class LocalFolderStore:
             return []
         found = []
         for path in sorted(base.rglob("*")):
-            if path.is_file() and not path.name.startswith("."):
+            if path.is_file() and PARTIAL_MARKER not in path.name:
                 stat = path.stat()
                 key = path.relative_to(self.root).as_posix()
                 found.append(ObjectInfo(key=key, size=stat.st_size, modified=stat.st_mtime))

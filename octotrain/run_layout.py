@@ -68,4 +68,6 @@ def model_version_prefix(project: str, repository: str, version: int) -> str:
 
 
 def model_staging_prefix(project: str, repository: str, run_key: str) -> str:
-    return f"models/{project}/{repository}/.staging/{run_key}"
+    """Where an archive uploads before its version exists (outside ``models/``, so that a
+    listing of a repository never shows a half-archived version)."""
+    return f"staging/models/{project}/{repository}/{run_key}"

@@ -26,12 +26,21 @@ def test_round_trip_of_a_folder(store: LocalFolderStore, tmp_path: Path) -> None
     assert (tmp_path / "dst" / "sub" / "b.bin").read_bytes() == b"\x00\x01" * 1000
 
 
+def test_dotfiles_are_objects_but_partial_writes_are_not(
+    store: LocalFolderStore, tmp_path: Path
+) -> None:
+    (tmp_path / "f").write_text("x")
+    store.put_file("models/p/r/1/.hydra/config.yaml", tmp_path / "f")
+    (store.root / "models/p/r/1/.w.bin.octotrain-partial-123").write_text("half")
+    assert [info.key for info in store.list("models/p/r/1")] == ["models/p/r/1/.hydra/config.yaml"]
+
+
 def test_copy_and_delete_prefix(store: LocalFolderStore, tmp_path: Path) -> None:
     make_tree(tmp_path / "src")
-    upload_folder(store, tmp_path / "src", "models/p/r/.staging/run")
-    assert store.copy_prefix("models/p/r/.staging/run", "models/p/r/1") == 2
-    assert store.delete_prefix("models/p/r/.staging/run") == 2
-    assert store.list("models/p/r/.staging/run") == []
+    upload_folder(store, tmp_path / "src", "staging/models/p/r/run")
+    assert store.copy_prefix("staging/models/p/r/run", "models/p/r/1") == 2
+    assert store.delete_prefix("staging/models/p/r/run") == 2
+    assert store.list("staging/models/p/r/run") == []
     assert len(store.list("models/p/r/1")) == 2
     assert store.delete_prefix("models/p/r/never") == 0
 

@@ -11,6 +11,7 @@ from octotrain.catalog.models import (
     Dataset,
     DatasetVersion,
     ModelRepository,
+    ResourceSpec,
     TrainingTask,
 )
 from octotrain.errors import TaskDefinitionError
@@ -100,8 +101,6 @@ def test_image_only_algorithm_on_modelarts_runs_as_ma_user(
     seed(catalog, store)
     with catalog.session() as session:
         session.execute(update(Algorithm).values(algorithm_type="image_only"))
-        from octotrain.catalog.models import ResourceSpec
-
         session.execute(update(ResourceSpec).values(kind="modelarts"))
     task_id = add_task(catalog, name="ma")
     assert plan_for(catalog, task_id).run_as_user == "ma-user"
