@@ -132,7 +132,7 @@ def test_run_key_is_safe_and_distinct() -> None:
     assert all(char.isalnum() or char in "_.-" for char in first)
 
 
-def test_task_with_repository_in_other_project_is_missing(
+def test_renamed_repository_is_reported_missing_by_its_old_name(
     catalog: CatalogHook, store: LocalFolderStore
 ) -> None:
     seed(catalog, store)
