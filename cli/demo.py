@@ -1,32 +1,36 @@
-"""Seed the demo project (examples/demo) into the catalog and the object store, idempotently."""
+"""Seed the demo project (examples/demo) into the catalog and the object store, idempotently.
+
+Everything goes through the catalog services, so the demo obeys the same rules as anything a
+user creates; what exists already (found by name) is reused.
+"""
 
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import yaml
-from sqlalchemy import select
-from sqlalchemy.orm import Session
 
 from hooks.catalog import CatalogHook
-from hooks.object_store import ObjectStore, upload_folder
-from octotrain.catalog.models import (
-    Algorithm,
-    Dataset,
-    DatasetVersion,
-    ModelRepository,
-    Project,
-    ResourceSpec,
-    TrainingTask,
-)
+from hooks.object_store import upload_folder
+from octotrain.catalog.access import Scope
+from octotrain.catalog.dataset_versions import DatasetVersions
+from octotrain.catalog.models import DatasetVersionStatus
+from octotrain.catalog.named_objects import Algorithms, Datasets, ModelRepositories, ResourceSpecs
+from octotrain.catalog.projects import Projects
+from octotrain.errors import NotFound
 from octotrain.settings import REPO_ROOT
-from octotrain.tasks import create_training_task
+from octotrain.storage import ObjectStore
+from octotrain.tasks import Tasks
 
 DEMO_DIR = REPO_ROOT / "examples" / "demo"
+SEEDER = Scope.administrator("octotrain-demo")
+# Keys of a demo dataset version that say how to generate its data, not catalog fields.
+GENERATOR_KEYS = ("rows", "features", "seed")
 
 
 @dataclass(frozen=True)
@@ -35,22 +39,6 @@ class DemoSeed:
     task_id: int
     task_name: str
     created: list[str]
-
-
-def _get_or_add(session: Session, model: type, created: list[str], **fields: Any) -> Any:
-    """The row of ``model`` with the identifying ``fields``; added (and noted) if missing."""
-    keys = {
-        name: fields[name]
-        for name in ("project_id", "dataset_id", "name", "version")
-        if name in fields
-    }
-    row = session.scalars(select(model).filter_by(**keys)).one_or_none()
-    if row is None:
-        row = model(**fields)
-        session.add(row)
-        session.flush()
-        created.append(f"{model.__tablename__}:{fields.get('name') or fields.get('version')}")
-    return row
 
 
 def write_demo_csv(folder: Path, *, rows: int, features: int, seed: int) -> Path:
@@ -71,53 +59,71 @@ def seed_demo(catalog: CatalogHook, store: ObjectStore) -> DemoSeed:
     catalog_doc = yaml.safe_load((DEMO_DIR / "catalog.yaml").read_text(encoding="utf-8"))
     task_doc = yaml.safe_load((DEMO_DIR / "task.yaml").read_text(encoding="utf-8"))
     created: list[str] = []
+
+    def ensure(label: str, get: Callable[[], Any], create: Callable[[], Any]) -> Any:
+        try:
+            return get()
+        except NotFound:
+            created.append(label)
+            return create()
+
     with catalog.session() as session:
-        project = _get_or_add(session, Project, created, **catalog_doc["project"])
-        for spec in catalog_doc["resource_specs"]:
-            _get_or_add(session, ResourceSpec, created, project_id=project.id, **spec)
-        for algorithm in catalog_doc["algorithms"]:
-            _get_or_add(session, Algorithm, created, project_id=project.id, **algorithm)
-        for repository in catalog_doc["model_repositories"]:
-            _get_or_add(session, ModelRepository, created, project_id=project.id, **repository)
-        for dataset_doc in catalog_doc["datasets"]:
-            versions = dataset_doc.pop("versions")
-            dataset = _get_or_add(session, Dataset, created, project_id=project.id, **dataset_doc)
-            for version_doc in versions:
-                _seed_version(session, store, project, dataset, version_doc, created)
-        task = session.scalars(
-            select(TrainingTask).where(
-                TrainingTask.project_id == project.id, TrainingTask.name == task_doc["name"]
+        project_doc = catalog_doc["project"]
+        name = project_doc["name"]
+        projects = Projects(session, SEEDER)
+        ensure(f"projects:{name}", lambda: projects.get(name), lambda: projects.create(project_doc))
+        services: list[tuple[str, Any]] = [
+            ("resource_specs", ResourceSpecs(session, SEEDER)),
+            ("algorithms", Algorithms(session, SEEDER)),
+            ("model_repositories", ModelRepositories(session, SEEDER, store)),
+        ]
+        for kind, service in services:
+            for doc in catalog_doc[kind]:
+                ensure(
+                    f"{kind}:{doc['name']}",
+                    lambda service=service, doc=doc: service.get(name, doc["name"]),
+                    lambda service=service, doc=doc: service.create(name, doc),
+                )
+        datasets = Datasets(session, SEEDER, store)
+        versions = DatasetVersions(session, SEEDER, store)
+        for doc in catalog_doc["datasets"]:
+            dataset = {key: value for key, value in doc.items() if key != "versions"}
+            ensure(
+                f"datasets:{dataset['name']}",
+                lambda dataset=dataset: datasets.get(name, dataset["name"]),
+                lambda dataset=dataset: datasets.create(name, dataset),
             )
-        ).one_or_none()
+            for version_doc in doc["versions"]:
+                _seed_version(versions, store, name, dataset["name"], version_doc, created)
+        tasks = Tasks(session, SEEDER)
+        task = next((t for t in tasks.list(name) if t.name == task_doc["name"]), None)
         if task is None:
-            task = create_training_task(session, task_doc)
+            task = tasks.create(task_doc)
             created.append(f"training_tasks:{task.name}")
-        return DemoSeed(project=project.name, task_id=task.id, task_name=task.name, created=created)
+        return DemoSeed(project=name, task_id=task.id, task_name=task.name, created=created)
 
 
 def _seed_version(
-    session: Session,
+    versions: DatasetVersions,
     store: ObjectStore,
-    project: Project,
-    dataset: Dataset,
+    project: str,
+    dataset: str,
     doc: dict[str, Any],
     created: list[str],
 ) -> None:
-    prefix = f"datasets/{project.name}/{dataset.name}/{doc['version']}"
-    version = _get_or_add(
-        session,
-        DatasetVersion,
-        created,
-        dataset_id=dataset.id,
-        version=doc["version"],
-        status=doc["status"],
-        object_prefix=prefix,
-    )
-    if store.list(prefix):
-        return
-    # New, or its objects were removed from the store: (re)generate them.
+    generator = {key: doc[key] for key in GENERATOR_KEYS}
     with tempfile.TemporaryDirectory() as scratch:
-        write_demo_csv(Path(scratch), rows=doc["rows"], features=doc["features"], seed=doc["seed"])
-        uploaded = upload_folder(store, Path(scratch), prefix)
-    version.size_bytes = sum(info.size for info in uploaded)
-    version.file_count = len(uploaded)
+        csv = write_demo_csv(Path(scratch), **generator)
+        try:
+            version = versions.get(project, dataset, doc["version"])
+        except NotFound:
+            version = versions.create(
+                project, dataset, {"version": doc["version"]}, {csv.name: csv}
+            )
+            created.append(f"dataset_versions:{doc['version']}")
+        else:
+            if not store.list(version.object_prefix):
+                # Its objects were removed from the store: generate them again.
+                upload_folder(store, Path(scratch), version.object_prefix)
+    if doc["status"] == DatasetVersionStatus.PUBLISHED:
+        versions.publish(project, dataset, doc["version"])

@@ -20,10 +20,10 @@ from sqlalchemy import select
 
 from cli.airflow_env import ADMIN_USER, admin_password, airflow_environment, airflow_home
 from cli.demo import seed_demo
-from dags.factory import dag_id_for
 from hooks.catalog import CatalogHook
 from hooks.object_store import object_store_from_url
 from octotrain.catalog.models import Run
+from octotrain.contracts import dag_id_for
 from octotrain.run_layout import RunLayout
 from octotrain.settings import Settings
 

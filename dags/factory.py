@@ -9,7 +9,6 @@ count a run uses is the one valid when it starts, and each node is its own task 
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from airflow.sdk import DAG, TriggerRule, WeightRule
@@ -17,6 +16,7 @@ from sqlalchemy import select
 
 from hooks.catalog import CatalogHook
 from octotrain.catalog.models import Project, TrainingTask
+from octotrain.contracts import dag_id_for
 from octotrain.settings import get_settings
 from operators.archive_model import ArchiveModelOperator
 from operators.collect_logs import CollectLogsOperator
@@ -24,23 +24,10 @@ from operators.launch_local import LaunchLocalNodeOperator
 from operators.stage_data import StageDataOperator
 from operators.validate import ValidateTaskOperator
 
-DAG_ID_PREFIX = "octotrain_task_"
 # Task priority [-50, 50] becomes an absolute Airflow priority weight in [1, 101].
 PRIORITY_WEIGHT_OFFSET = 51
 # Room for validate/stage/collect/archive beside the nodes, which must all run at once.
 STAGE_SLOTS = 4
-
-
-def dag_id_for(task_id: int) -> str:
-    """An ASCII-safe DAG id from the task ID (the task's name may be Chinese)."""
-    return f"{DAG_ID_PREFIX}{task_id}"
-
-
-def task_id_from_dag_id(dag_id: str) -> int:
-    match = re.fullmatch(rf"{DAG_ID_PREFIX}(\d+)", dag_id)
-    if match is None:
-        raise ValueError(f"{dag_id!r} is not an Octotrain training task DAG")
-    return int(match.group(1))
 
 
 def build_task_dag(task: TrainingTask, project_name: str) -> DAG:

@@ -1,7 +1,7 @@
 """The door to the object store, where datasets, model versions and collected logs live.
 
 Keys are ``/``-separated paths (``datasets/demo/iris/v1/train.csv``). The embedded default is a
-local folder; a MinIO/S3 backend implements the same ``ObjectStore`` interface.
+local folder; a MinIO/S3 backend implements the same interface (``octotrain.storage``).
 """
 
 from __future__ import annotations
@@ -9,48 +9,14 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
-from typing import Protocol
+from pathlib import Path
 
 from octotrain.settings import get_settings
+from octotrain.storage import ObjectInfo, ObjectStore, ObjectStoreError, prefix_of, validate_key
 
 COPY_CHUNK = 8 * 1024 * 1024
 # Marks a file being written; such files are not objects yet and are never listed.
 PARTIAL_MARKER = ".octotrain-partial-"
-
-
-@dataclass(frozen=True)
-class ObjectInfo:
-    key: str
-    size: int
-    modified: float
-
-
-class ObjectStoreError(RuntimeError):
-    """The object store refused or failed an operation; the message names the key."""
-
-
-class ObjectStore(Protocol):
-    url: str
-
-    def put_file(self, key: str, source: Path) -> ObjectInfo: ...
-    def get_file(self, key: str, destination: Path) -> None: ...
-    def list(self, prefix: str) -> list[ObjectInfo]: ...
-    def delete_prefix(self, prefix: str) -> int: ...
-    def copy_prefix(self, source: str, destination: str) -> int: ...
-
-
-def validate_key(key: str) -> str:
-    """Refuse keys that could escape the store (``..``, absolute, empty parts)."""
-    path = PurePosixPath(key)
-    if not key or path.is_absolute() or any(part in ("", ".", "..") for part in key.split("/")):
-        raise ObjectStoreError(f"invalid object key {key!r}")
-    return key
-
-
-def _prefix(prefix: str) -> str:
-    return validate_key(prefix.rstrip("/")) + "/"
 
 
 class LocalFolderStore:
@@ -98,7 +64,7 @@ class LocalFolderStore:
         return found
 
     def delete_prefix(self, prefix: str) -> int:
-        base = self._path(_prefix(prefix).rstrip("/"))
+        base = self._path(prefix_of(prefix).rstrip("/"))
         if not base.exists():
             return 0
         count = sum(1 for path in base.rglob("*") if path.is_file())
@@ -107,10 +73,10 @@ class LocalFolderStore:
 
     def copy_prefix(self, source: str, destination: str) -> int:
         objects = self.list(source)
-        source_prefix = _prefix(source)
+        source_prefix = prefix_of(source)
         for info in objects:
             relative = info.key[len(source_prefix) :]
-            self.put_file(_prefix(destination) + relative, self._path(info.key))
+            self.put_file(prefix_of(destination) + relative, self._path(info.key))
         return len(objects)
 
 
@@ -134,7 +100,7 @@ def upload_folder(store: ObjectStore, folder: Path, prefix: str) -> list[ObjectI
     for path in sorted(folder.rglob("*")):
         if path.is_file():
             uploaded.append(
-                store.put_file(_prefix(prefix) + path.relative_to(folder).as_posix(), path)
+                store.put_file(prefix_of(prefix) + path.relative_to(folder).as_posix(), path)
             )
     return uploaded
 
@@ -142,7 +108,7 @@ def upload_folder(store: ObjectStore, folder: Path, prefix: str) -> list[ObjectI
 def download_prefix(store: ObjectStore, prefix: str, folder: Path) -> list[ObjectInfo]:
     """Download every object under ``prefix`` into ``folder``, keeping relative paths."""
     objects = store.list(prefix)
-    base = _prefix(prefix)
+    base = prefix_of(prefix)
     for info in objects:
         store.get_file(info.key, folder / info.key[len(base) :])
     return objects

@@ -6,10 +6,45 @@ spelled here once, so that a rename cannot drift between them.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 METRICS_META_FILE = "metrics.json"
+DAG_ID_PREFIX = "octotrain_task_"
+# The variables the platform sets for every training process (DESIGN.md); an algorithm may
+# not declare them, since the platform's values always win.
+PLATFORM_ENV_NAMES = frozenset(
+    {
+        "MODEL",
+        "DATASET",
+        "MOUNTS",
+        "OUTPUT",
+        "METRICS",
+        "TASK_ID",
+        "RUN_ID",
+        "NODE_INDEX",
+        "WORLD_SIZE",
+        "RANK",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "MODEL_PATH",
+        "DATASET_PATH",
+        "TMP_RESULT_PATH",
+    }
+)
+
+
+def dag_id_for(task_id: int) -> str:
+    """The DAG of training task ``task_id``: ASCII-safe (the task's name may be Chinese)."""
+    return f"{DAG_ID_PREFIX}{task_id}"
+
+
+def task_id_from_dag_id(dag_id: str) -> int:
+    match = re.fullmatch(rf"{DAG_ID_PREFIX}(\d+)", dag_id)
+    if match is None:
+        raise ValueError(f"{dag_id!r} is not an Octotrain training task DAG")
+    return int(match.group(1))
 
 
 def node_indices(node_count: int) -> list[str]:

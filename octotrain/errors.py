@@ -1,13 +1,18 @@
-"""Errors that carry every problem at once, each with the field it concerns and the rule."""
+"""The errors every entry point (REST API, CLI, UI form, the DAG's ``validate``) reports alike.
+
+A request either succeeds whole or fails with one of these, and in every case nothing was
+written: the services raise before they commit.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
 class FieldProblem:
-    """One broken rule: ``field`` is a dotted path into the task document."""
+    """One broken rule: ``field`` is a dotted path into the document, ``rule`` plain words."""
 
     field: str
     rule: str
@@ -16,9 +21,35 @@ class FieldProblem:
         return f"{self.field}: {self.rule}"
 
 
-class TaskDefinitionError(ValueError):
-    """A task document or its references break one or more rules; nothing was written."""
+class CatalogError(Exception):
+    """Base of the errors below; its message is meant for the user as it is."""
 
-    def __init__(self, problems: list[FieldProblem]) -> None:
-        self.problems = problems
-        super().__init__("; ".join(str(problem) for problem in problems))
+
+class InvalidInput(CatalogError, ValueError):
+    """A document or its references break one or more rules, all of them listed at once."""
+
+    def __init__(self, problems: Iterable[FieldProblem]) -> None:
+        self.problems = list(problems)
+        super().__init__("; ".join(str(problem) for problem in self.problems))
+
+    @classmethod
+    def one(cls, field: str, rule: str) -> InvalidInput:
+        return cls([FieldProblem(field, rule)])
+
+
+class NotFound(CatalogError, LookupError):
+    """The object does not exist, or it is in a project the user is not a member of (the two
+    are indistinguishable on purpose: another project's objects are not disclosed)."""
+
+
+class Conflict(CatalogError):
+    """The request collides with the catalog's current state (another request took the same
+    name or number first, a run is still active); trying again later may succeed."""
+
+
+class StillReferenced(Conflict):
+    """The object cannot be deleted or renamed: ``referrers`` still name it."""
+
+    def __init__(self, what: str, referrers: list[str]) -> None:
+        self.referrers = referrers
+        super().__init__(f"{what} is still referenced by {', '.join(referrers)}")

@@ -1,68 +1,59 @@
 """The training-task document: the manual's "Creating a training task" form as a pydantic model.
 
-Only rules that need nothing but the document itself live here (lengths, characters, ranges,
-limits on list sizes). Rules that need the catalog (does the algorithm exist?) live in
-``octotrain.planning`` so that both are applied by every entry point the same way.
+Only rules that need nothing but one field of the document live here (characters, lengths,
+ranges, types, list sizes). Rules that need the catalog or several fields together (does the
+algorithm exist? is incremental training given input models?) live in ``octotrain.task_rules``,
+which applies both, so that every entry point checks a task the same way.
 """
 
 from __future__ import annotations
 
-import re
-from typing import Annotated, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    StrictBool,
-    StrictFloat,
-    StrictInt,
-    StrictStr,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
 
-from octotrain.errors import FieldProblem, TaskDefinitionError
+from octotrain.documents import Description, Document, Name, parse_document, valid_fields
 
-# Chinese (CJK unified ideographs, incl. extension A and compatibility) or English letters,
-# digits, "_" and "-".
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9_\-\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{1,64}$")
-DESCRIPTION_FORBIDDEN = "@^\\#$%&*<>'|\"/"
 MAX_DATA_INPUTS = 10
 MAX_MOUNTS = 10
 MAX_INPUT_MODELS = 10
+PRIORITY_RANGE = (-50, 50)
+UID_RANGE = (0, 65535)
+DEFAULT_UID = 1000
 
 ParameterValue = StrictBool | StrictInt | StrictFloat | StrictStr
+RefName = Annotated[StrictStr, Field(min_length=1, max_length=64)]
+VersionName = Annotated[StrictStr, Field(min_length=1, max_length=32)]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class DataRef(Document):
+    """A data input: a dataset version (``{"dataset": "iris", "version": "v1"}``) or a data
+    cache (``{"cache": "iris-cache"}``)."""
 
+    dataset: RefName | None = None
+    version: VersionName | None = None
+    cache: RefName | None = None
 
-class DatasetVersionRef(_Strict):
-    """A dataset version by name, e.g. ``{"dataset": "iris", "version": "v1"}``."""
+    @model_validator(mode="after")
+    def _one_kind(self) -> Self:
+        if self.cache is not None and (self.dataset is not None or self.version is not None):
+            raise ValueError("give either a cache or a dataset and version, not both")
+        if self.cache is None and (self.dataset is None or self.version is None):
+            raise ValueError("a dataset input needs both dataset and version")
+        return self
 
-    dataset: StrictStr = Field(min_length=1, max_length=64)
-    version: StrictStr = Field(min_length=1, max_length=32)
+    @property
+    def is_cache(self) -> bool:
+        return self.cache is not None
 
     @property
     def label(self) -> str:
-        return f"{self.dataset}_{self.version}"
+        """The input's folder name under ``DATASET`` (DESIGN.md)."""
+        return self.cache if self.cache is not None else f"{self.dataset}_{self.version}"
 
 
-class CacheRef(_Strict):
-    """A data cache by name."""
-
-    cache: StrictStr = Field(min_length=1, max_length=64)
-
-    @property
-    def label(self) -> str:
-        return self.cache
-
-
-class ModelVersionRef(_Strict):
-    repository: StrictStr = Field(min_length=1, max_length=64)
+class ModelVersionRef(Document):
+    repository: RefName
     version: StrictInt = Field(ge=1)
 
     @property
@@ -70,75 +61,41 @@ class ModelVersionRef(_Strict):
         return f"{self.repository}_{self.version}"
 
 
-DataInput = DatasetVersionRef | CacheRef
-
-
-class TaskSpec(_Strict):
+class TaskSpec(Document):
     """A training task as a user writes it (UI form, REST body or YAML file)."""
 
-    project: StrictStr = Field(min_length=1, max_length=64)
-    name: StrictStr
-    description: StrictStr = ""
-    resource_spec: StrictStr = Field(min_length=1, max_length=64)
+    project: RefName
+    name: Name
+    description: Description = ""
+    resource_spec: RefName
     node_count: StrictInt = Field(default=1, ge=1)
-    priority: StrictInt = Field(default=0, ge=-50, le=50)
-    algorithm: StrictStr = Field(min_length=1, max_length=64)
-    parameters: dict[str, ParameterValue] = Field(default_factory=dict)
-    env: dict[str, StrictStr] = Field(default_factory=dict)
-    run_as_uid: StrictInt = Field(default=1000, ge=0, le=65535)
+    priority: StrictInt = Field(default=0, ge=PRIORITY_RANGE[0], le=PRIORITY_RANGE[1])
+    algorithm: RefName
+    parameters: dict[StrictStr, ParameterValue] = Field(default_factory=dict)
+    env: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    run_as_uid: StrictInt = Field(default=DEFAULT_UID, ge=UID_RANGE[0], le=UID_RANGE[1])
     training_kind: Literal["regular", "incremental"] = "regular"
-    model_repository: StrictStr = Field(min_length=1, max_length=64)
+    # The repository the trained model is archived into (the output repository).
+    model_repository: RefName
     input_models: Annotated[list[ModelVersionRef], Field(max_length=MAX_INPUT_MODELS)] = Field(
         default_factory=list
     )
-    data_inputs: Annotated[list[DataInput], Field(max_length=MAX_DATA_INPUTS)] = Field(
+    data_inputs: Annotated[list[DataRef], Field(max_length=MAX_DATA_INPUTS)] = Field(
         default_factory=list
     )
-    mounts: Annotated[list[DatasetVersionRef], Field(max_length=MAX_MOUNTS)] = Field(
-        default_factory=list
-    )
+    mounts: Annotated[list[DataRef], Field(max_length=MAX_MOUNTS)] = Field(default_factory=list)
 
-    @field_validator("name")
-    @classmethod
-    def _name_rule(cls, value: str) -> str:
-        if not NAME_PATTERN.fullmatch(value):
-            raise ValueError(
-                "must be 1-64 characters of Chinese or English letters, digits, '_' and '-'"
-            )
-        return value
-
-    @field_validator("description")
-    @classmethod
-    def _description_rule(cls, value: str) -> str:
-        if len(value) > 256:
-            raise ValueError(f"must be at most 256 characters, got {len(value)}")
-        found = sorted({char for char in value if char in DESCRIPTION_FORBIDDEN})
-        if found:
-            raise ValueError(
-                f"must not contain any of {DESCRIPTION_FORBIDDEN}; found {' '.join(found)}"
-            )
-        return value
-
-    @model_validator(mode="after")
-    def _incremental_rule(self) -> Self:
-        if self.training_kind == "incremental" and not self.input_models:
-            raise ValueError("incremental training needs 1-10 input model versions")
-        if self.training_kind == "regular" and self.input_models:
-            raise ValueError("input_models are only allowed for incremental training")
-        return self
+    def stored(self) -> dict[str, Any]:
+        """The document as the catalog keeps it (JSON, without empty optional parts)."""
+        return self.model_dump(mode="json", exclude_none=True)
 
 
 def parse_task_spec(document: object) -> TaskSpec:
-    """Validate a task document, reporting every broken rule with its field path."""
-    try:
-        return TaskSpec.model_validate(document)
-    except ValidationError as error:
-        raise TaskDefinitionError(
-            [
-                FieldProblem(
-                    field=".".join(str(part) for part in problem["loc"]) or "task",
-                    rule=problem["msg"].removeprefix("Value error, "),
-                )
-                for problem in error.errors()
-            ]
-        ) from None
+    """Validate a task document's own rules, reporting every broken one with its field path."""
+    return parse_document(TaskSpec, document)
+
+
+def valid_task_fields(document: dict[str, Any]) -> dict[str, Any]:
+    """The fields of an invalid task document that are valid on their own (see
+    ``octotrain.documents.valid_fields``)."""
+    return valid_fields(TaskSpec, document)

@@ -19,9 +19,10 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from hooks.catalog import default_catalog
-from hooks.object_store import ObjectStore, default_object_store, file_digest
+from hooks.object_store import default_object_store, file_digest
 from octotrain.catalog.models import (
     ModelVersion,
+    ModelVersionInput,
     ModelVersionSource,
     ModelVersionStatus,
     Run,
@@ -30,6 +31,7 @@ from octotrain.catalog.models import (
 from octotrain.metrics import final_values
 from octotrain.planning import RunPlan
 from octotrain.run_layout import RunLayout, model_staging_prefix, model_version_prefix
+from octotrain.storage import ObjectStore
 from operators.training_stage import TrainingStageOperator
 
 VERSION_NUMBER_ATTEMPTS = 5
@@ -98,6 +100,7 @@ class ArchiveModelOperator(TrainingStageOperator):
                         file_count=len(files),
                         lineage=lineage,
                     )
+                    version.inputs = lineage_edges(plan)
                     session.add(version)
                     session.flush()
                     store.copy_prefix(staging, final)
@@ -118,6 +121,25 @@ class ArchiveModelOperator(TrainingStageOperator):
             f"could not take a version number in {plan.output_repository} "
             f"after {VERSION_NUMBER_ATTEMPTS} attempts"
         )
+
+
+def lineage_edges(plan: RunPlan) -> list[ModelVersionInput]:
+    """The dataset versions (directly or through a cache) and input model versions the run
+    trained from, as the relational half of lineage."""
+    edges = [
+        ModelVersionInput(
+            dataset_version_id=item.dataset_version_id,
+            via="dataset" if item.kind == "dataset" else f"cache:{item.name}",
+        )
+        for item in plan.data_inputs
+        if item.dataset_version_id is not None
+    ]
+    edges += [
+        ModelVersionInput(input_model_version_id=item.model_version_id, via="model")
+        for item in plan.input_models
+        if item.model_version_id is not None
+    ]
+    return edges
 
 
 def merged_outputs(layout: RunLayout, node_indices: list[str]) -> dict[str, Path]:

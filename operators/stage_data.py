@@ -15,9 +15,10 @@ from pathlib import Path
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowFailException
 
-from hooks.object_store import ObjectStore, ObjectStoreError, default_object_store, download_prefix
+from hooks.object_store import default_object_store, download_prefix
 from octotrain.planning import RunPlan, StagedInput
 from octotrain.run_layout import RunLayout
+from octotrain.storage import ObjectStore, ObjectStoreError
 from operators.training_stage import TrainingStageOperator
 
 

@@ -9,7 +9,7 @@ from sqlalchemy import select
 from hooks.catalog import default_catalog
 from hooks.local_process import free_port
 from octotrain.catalog.models import Run, RunState, TrainingTask
-from octotrain.errors import TaskDefinitionError
+from octotrain.errors import InvalidInput
 from octotrain.planning import build_run_plan
 from operators.training_stage import PLAN_XCOM_KEY, TrainingStageOperator
 
@@ -45,7 +45,7 @@ class ValidateTaskOperator(TrainingStageOperator):
                     triggered_by=triggered_by,
                 )
                 error = None
-            except TaskDefinitionError as problem:
+            except InvalidInput as problem:
                 plan, error = None, problem
             run = session.scalars(
                 select(Run).where(Run.task_id == task.id, Run.airflow_run_id == run_id)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from cli.demo import DemoSeed, seed_demo
 from hooks.catalog import CatalogHook
-from hooks.object_store import ObjectStore
+from octotrain.catalog.access import Scope
 from octotrain.catalog.models import Algorithm, AlgorithmType, Project
-from octotrain.tasks import create_training_task
+from octotrain.storage import ObjectStore
+from octotrain.tasks import Tasks
+
+ADMIN = Scope.administrator("test-admin")
 
 
 def seed(catalog: CatalogHook, store: ObjectStore) -> DemoSeed:
@@ -43,4 +46,4 @@ def add_task(catalog: CatalogHook, **changes: object) -> int:
         "data_inputs": [{"dataset": "house-prices", "version": "v1"}],
     } | changes
     with catalog.session() as session:
-        return create_training_task(session, document).id
+        return Tasks(session, ADMIN).create(document).id

@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     BigInteger,
+    CheckConstraint,
     DateTime,
     Enum,
     Float,
@@ -37,6 +38,11 @@ NAMING_CONVENTION = {
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def as_utc(moment: datetime) -> datetime:
+    """``moment`` with its time zone; SQLite gives back naive datetimes, which are UTC here."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 class Base(DeclarativeBase):
@@ -106,12 +112,35 @@ class RunState(enum.StrEnum):
 
 
 class Project(Base):
+    """Everything else belongs to one project; users see only the projects they are members
+    of (Airflow admins see all)."""
+
     __tablename__ = "projects"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(64), unique=True)
     description: Mapped[str] = mapped_column(String(256), default="")
+    # The most nodes one task of the project may ask for, whatever its resource spec allows.
+    max_nodes: Mapped[int] = mapped_column(Integer, default=64)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    members: Mapped[list[ProjectMember]] = relationship(
+        back_populates="project", cascade="all, delete-orphan", order_by="ProjectMember.username"
+    )
+
+
+class ProjectMember(Base):
+    """An Airflow user (by user name, as Airflow's auth manager reports it) in a project."""
+
+    __tablename__ = "project_members"
+    __table_args__ = (UniqueConstraint("project_id", "username"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    username: Mapped[str] = mapped_column(String(256))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    project: Mapped[Project] = relationship(back_populates="members")
 
 
 class ResourceSpec(Base):
@@ -201,11 +230,24 @@ class DataCache(Base):
     )
     status: Mapped[CacheStatus] = mapped_column(_enum(CacheStatus, "cache_status"))
     object_prefix: Mapped[str] = mapped_column(String(512))
+    size_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+    file_count: Mapped[int] = mapped_column(Integer, default=0)
     expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
     project: Mapped[Project] = relationship()
     dataset_version: Mapped[DatasetVersion] = relationship()
+
+    def current_status(self, now: datetime | None = None) -> CacheStatus:
+        """The status as of ``now``: a cached copy past its expiry is ``expired`` (still usable,
+        as the manual allows, until it is refreshed)."""
+        if (
+            self.status == CacheStatus.CACHED
+            and self.expires_at is not None
+            and as_utc(self.expires_at) <= (now or utcnow())
+        ):
+            return CacheStatus.EXPIRED
+        return self.status
 
 
 class ModelRepository(Base):
@@ -243,6 +285,7 @@ class ModelVersion(Base):
         _enum(ModelVersionSource, "model_version_source")
     )
     object_prefix: Mapped[str] = mapped_column(String(512))
+    description: Mapped[str] = mapped_column(String(256), default="")
     size_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
     file_count: Mapped[int] = mapped_column(Integer, default=0)
     # What made it: task, run, algorithm, image, parameters, inputs (DESIGN: lineage).
@@ -250,6 +293,46 @@ class ModelVersion(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
     repository: Mapped[ModelRepository] = relationship(back_populates="versions")
+    inputs: Mapped[list[ModelVersionInput]] = relationship(
+        back_populates="model_version",
+        cascade="all, delete-orphan",
+        foreign_keys="ModelVersionInput.model_version_id",
+    )
+
+
+class ModelVersionInput(Base):
+    """One edge of lineage: a dataset version or an input model version that a model version
+    was trained from. Relational (not only in ``lineage``) so that lineage can be followed
+    both ways and a dataset or model version that made a model cannot be deleted."""
+
+    __tablename__ = "model_version_inputs"
+    __table_args__ = (
+        CheckConstraint(
+            "(dataset_version_id IS NULL) <> (input_model_version_id IS NULL)",
+            name="one_input",
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    model_version_id: Mapped[int] = mapped_column(
+        ForeignKey("model_versions.id", ondelete="CASCADE"), index=True
+    )
+    dataset_version_id: Mapped[int | None] = mapped_column(
+        ForeignKey("dataset_versions.id", ondelete="RESTRICT"), nullable=True, index=True
+    )
+    input_model_version_id: Mapped[int | None] = mapped_column(
+        ForeignKey("model_versions.id", ondelete="RESTRICT"), nullable=True, index=True
+    )
+    # How the input reached the nodes: "dataset", "cache:<name>" or "model".
+    via: Mapped[str] = mapped_column(String(80), default="dataset")
+
+    model_version: Mapped[ModelVersion] = relationship(
+        back_populates="inputs", foreign_keys=[model_version_id]
+    )
+    dataset_version: Mapped[DatasetVersion | None] = relationship()
+    input_model_version: Mapped[ModelVersion | None] = relationship(
+        foreign_keys=[input_model_version_id]
+    )
 
 
 class TrainingTask(Base):
@@ -265,13 +348,20 @@ class TrainingTask(Base):
     name: Mapped[str] = mapped_column(String(64))
     description: Mapped[str] = mapped_column(String(256), default="")
     spec: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # "ma-user" for image-only algorithms on ModelArts specs (the manual), else "" (the uid).
+    container_user: Mapped[str] = mapped_column(String(32), default="")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), default=utcnow, onupdate=utcnow
     )
 
     project: Mapped[Project] = relationship()
-    runs: Mapped[list[Run]] = relationship(back_populates="task", order_by="Run.id")
+    runs: Mapped[list[Run]] = relationship(
+        back_populates="task",
+        order_by="Run.id",
+        cascade="all, delete-orphan",
+        passive_deletes=True,
+    )
 
 
 class Run(Base):

@@ -5,9 +5,10 @@ from pathlib import Path
 import pytest
 from airflow.dag_processing.dagbag import DagBag
 
-from dags.factory import build_all_dags, dag_id_for, task_id_from_dag_id
+from dags.factory import build_all_dags
 from hooks.catalog import CatalogHook
 from hooks.object_store import LocalFolderStore
+from octotrain.contracts import dag_id_for, task_id_from_dag_id
 from octotrain.settings import REPO_ROOT, get_settings
 from tests.factories import add_task, seed
 

@@ -11,10 +11,11 @@ import sys
 
 from sqlalchemy import select
 
-from dags.factory import build_all_dags, dag_id_for
+from dags.factory import build_all_dags
 from hooks.catalog import default_catalog
 from hooks.object_store import default_object_store
 from octotrain.catalog.models import Run, TrainingTask
+from octotrain.contracts import dag_id_for
 from tests.factories import add_command_algorithm, add_task, seed
 
 # The first node to start fails with exit code 3; any other keeps training until stopped.

@@ -4,11 +4,11 @@ import pytest
 
 from hooks.object_store import (
     LocalFolderStore,
-    ObjectStoreError,
     download_prefix,
     object_store_from_url,
     upload_folder,
 )
+from octotrain.storage import ObjectStoreError
 
 
 def make_tree(root: Path) -> None:

@@ -14,10 +14,11 @@ from octotrain.catalog.models import (
     ResourceSpec,
     TrainingTask,
 )
-from octotrain.errors import TaskDefinitionError
-from octotrain.planning import build_run_plan, parameter_problem, run_key
-from octotrain.tasks import create_training_task
-from tests.factories import add_task, seed
+from octotrain.errors import InvalidInput
+from octotrain.parameters import parameter_problem
+from octotrain.planning import build_run_plan, run_key
+from octotrain.tasks import Tasks
+from tests.factories import ADMIN, add_task, seed
 
 
 def plan_for(catalog: CatalogHook, task_id: int):
@@ -58,7 +59,7 @@ def test_missing_references_are_all_named(catalog: CatalogHook, store: LocalFold
             "model_repository": "gone-repo",
             "data_inputs": [{"dataset": "house-prices", "version": "v9"}, {"cache": "gone"}],
         }
-    with pytest.raises(TaskDefinitionError) as caught:
+    with pytest.raises(InvalidInput) as caught:
         plan_for(catalog, demo.task_id)
     message = str(caught.value)
     for expected in ("gone-algorithm", "gone-repo", "house-prices' v9", "gone"):
@@ -73,7 +74,7 @@ def test_unusable_dataset_is_rejected_with_the_reason(
     demo = seed(catalog, store)
     with catalog.session() as session:
         session.execute(update(Dataset).values(annotation_status=AnnotationStatus.UNANNOTATED))
-    with pytest.raises(TaskDefinitionError, match="unannotated; it must be annotated"):
+    with pytest.raises(InvalidInput, match="unannotated; it must be annotated"):
         plan_for(catalog, demo.task_id)
 
 
@@ -81,7 +82,7 @@ def test_creating_a_task_checks_everything_and_writes_nothing_on_error(
     catalog: CatalogHook, store: LocalFolderStore
 ) -> None:
     seed(catalog, store)
-    with pytest.raises(TaskDefinitionError) as caught:
+    with pytest.raises(InvalidInput) as caught:
         add_task(
             catalog,
             name="演示-房价回归",
@@ -140,11 +141,10 @@ def test_renamed_repository_is_reported_missing_by_its_old_name(
         session.execute(update(ModelRepository).values(name="renamed"))
         assert session.scalars(select(DatasetVersion)).one()
     with (
-        pytest.raises(TaskDefinitionError, match="model repository 'house-price-model'"),
+        pytest.raises(InvalidInput, match="model repository 'house-price-model'"),
         catalog.session() as session,
     ):
-        create_training_task(
-            session,
+        Tasks(session, ADMIN).create(
             {
                 "project": "demo",
                 "name": "x",

@@ -1,6 +1,6 @@
 import pytest
 
-from octotrain.errors import TaskDefinitionError
+from octotrain.errors import InvalidInput
 from octotrain.task_spec import parse_task_spec
 
 VALID = {
@@ -13,7 +13,7 @@ VALID = {
 
 
 def problems(**changes: object) -> dict[str, str]:
-    with pytest.raises(TaskDefinitionError) as caught:
+    with pytest.raises(InvalidInput) as caught:
         parse_task_spec(VALID | changes)
     return {problem.field: problem.rule for problem in caught.value.problems}
 
@@ -54,15 +54,6 @@ def test_invalid_uids(uid: object) -> None:
 def test_every_problem_is_reported_at_once() -> None:
     found = problems(name="bad name", priority=99, node_count=0, unknown_field=1)
     assert set(found) == {"name", "priority", "node_count", "unknown_field"}
-
-
-def test_incremental_training_needs_input_models() -> None:
-    assert "task" in problems(training_kind="incremental")
-    spec = parse_task_spec(
-        VALID
-        | {"training_kind": "incremental", "input_models": [{"repository": "m", "version": 1}]}
-    )
-    assert spec.input_models[0].label == "m_1"
 
 
 def test_at_most_ten_data_inputs() -> None:

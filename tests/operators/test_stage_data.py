@@ -2,9 +2,10 @@ from pathlib import Path
 
 import pytest
 
-from hooks.object_store import LocalFolderStore, ObjectStoreError
+from hooks.object_store import LocalFolderStore
 from octotrain.planning import RunPlan, StagedInput
 from octotrain.run_layout import RunLayout
+from octotrain.storage import ObjectStoreError
 from operators.stage_data import stage_node
 
 

@@ -20,6 +20,8 @@ from tests.factories import seed
 
 TABLES = {
     "projects",
+    "project_members",
+    "model_version_inputs",
     "resource_specs",
     "algorithms",
     "datasets",

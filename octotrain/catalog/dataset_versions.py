@@ -1,0 +1,115 @@
+"""Dataset versions: imported from files (awaiting release), published, deleted.
+
+The manual offers a dataset to a task when it has a published version, or a successfully
+imported one awaiting release; an import that fails leaves no version and no files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from octotrain.catalog.access import Scope
+from octotrain.catalog.documents import DatasetVersionDocument
+from octotrain.catalog.models import Dataset, DatasetVersion, DatasetVersionStatus
+from octotrain.catalog.named_objects import Datasets
+from octotrain.catalog.references import References
+from octotrain.catalog.transactions import on_commit
+from octotrain.catalog.uploads import check_files, fill_claimed_prefix, upload_files
+from octotrain.documents import judge_document
+from octotrain.errors import Conflict, FieldProblem, InvalidInput, NotFound, StillReferenced
+from octotrain.storage import ObjectStore
+
+
+def dataset_version_prefix(project: str, dataset: str, version: str) -> str:
+    return f"datasets/{project}/{dataset}/{version}"
+
+
+class DatasetVersions:
+    def __init__(self, session: Session, scope: Scope, store: ObjectStore) -> None:
+        self.session = session
+        self.scope = scope
+        self.store = store
+        self.datasets = Datasets(session, scope, store)
+
+    def list(self, project: str, dataset: str) -> list[DatasetVersion]:
+        return list(self.datasets.get(project, dataset).versions)
+
+    def get(self, project: str, dataset: str, version: str) -> DatasetVersion:
+        found = self.datasets.get(project, dataset)
+        row = _version_of(found, version)
+        if row is None:
+            raise NotFound(f"dataset version '{dataset}' {version} not found")
+        return row
+
+    def create(
+        self, project: str, dataset: str, document: object, files: Mapping[str, Path]
+    ) -> DatasetVersion:
+        """Import ``files`` (relative path → local file) as a new version awaiting release."""
+        found = self.datasets.get(project, dataset)
+
+        def version_free(fields: dict[str, object]) -> list[FieldProblem]:
+            name = fields.get("version")
+            if isinstance(name, str) and _version_of(found, name) is not None:
+                return [FieldProblem("version", f"dataset '{dataset}' already has version {name}")]
+            return []
+
+        parsed = judge_document(DatasetVersionDocument, document, version_free)
+        check_files(files)
+        row = DatasetVersion(
+            dataset_id=found.id,
+            version=parsed.version,
+            status=DatasetVersionStatus.IMPORTED_AWAITING_RELEASE,
+            object_prefix=dataset_version_prefix(project, dataset, parsed.version),
+        )
+        self.session.add(row)
+        try:
+            self.session.flush()
+        except IntegrityError:
+            raise Conflict(
+                f"dataset '{dataset}' version {parsed.version} was added by another request "
+                "at the same time"
+            ) from None
+        written = fill_claimed_prefix(
+            self.session,
+            self.store,
+            row.object_prefix,
+            lambda: upload_files(self.store, files, row.object_prefix),
+        )
+        row.size_bytes, row.file_count = written.size_bytes, written.file_count
+        self.session.flush()
+        return row
+
+    def publish(self, project: str, dataset: str, version: str) -> DatasetVersion:
+        row = self.get(project, dataset, version)
+        if row.status not in (
+            DatasetVersionStatus.IMPORTED_AWAITING_RELEASE,
+            DatasetVersionStatus.PUBLISHED,
+        ):
+            raise InvalidInput.one(
+                "status",
+                f"dataset version '{dataset}' {version} is {row.status}; only an imported "
+                "version can be published",
+            )
+        row.status = DatasetVersionStatus.PUBLISHED
+        self.session.flush()
+        return row
+
+    def delete(self, project: str, dataset: str, version: str) -> None:
+        row = self.get(project, dataset, version)
+        referrers = References(self.session, row.dataset.project).to_dataset_version(row)
+        if referrers:
+            raise StillReferenced(
+                f"dataset version '{dataset}' {version} cannot be deleted: it", referrers
+            )
+        prefix = row.object_prefix
+        self.session.delete(row)
+        self.session.flush()
+        on_commit(self.session, lambda: self.store.delete_prefix(prefix))
+
+
+def _version_of(dataset: Dataset, version: str) -> DatasetVersion | None:
+    return next((row for row in dataset.versions if row.version == version), None)

@@ -1,0 +1,74 @@
+"""Writing the objects of a new version (a dataset import, a model import, a data cache) so
+that they exist exactly when the version's row does.
+
+The caller first adds and flushes the row: that claims its unique name or number, so no other
+request can be writing under the same prefix. The objects are then written straight under the
+row's prefix, and removed again if the catalog transaction rolls back for any reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from sqlalchemy.orm import Session
+
+from octotrain.catalog.transactions import on_rollback
+from octotrain.errors import FieldProblem, InvalidInput
+from octotrain.storage import ObjectStore
+
+MAX_FILES = 100_000
+
+
+@dataclass(frozen=True)
+class Written:
+    size_bytes: int
+    file_count: int
+
+
+def check_files(files: Mapping[str, Path], field: str = "files") -> None:
+    """Every relative path must stay inside the version; at least one file is needed."""
+    if not files:
+        raise InvalidInput.one(field, "at least one file is needed")
+    if len(files) > MAX_FILES:
+        raise InvalidInput.one(field, f"at most {MAX_FILES} files, got {len(files)}")
+    problems = []
+    for relative in files:
+        path = PurePosixPath(relative)
+        if (
+            not relative
+            or "\\" in relative
+            or "\x00" in relative
+            or path.is_absolute()
+            or any(part in ("", ".", "..") for part in relative.split("/"))
+        ):
+            problems.append(
+                FieldProblem(
+                    f"{field}.{relative}", "must be a relative path without '..' or empty parts"
+                )
+            )
+    if problems:
+        raise InvalidInput(problems)
+
+
+def fill_claimed_prefix(
+    session: Session, store: ObjectStore, prefix: str, write: Callable[[], object]
+) -> Written:
+    """Run ``write`` to fill ``prefix``, which a flushed row of ``session`` has just claimed."""
+    on_rollback(session, lambda: store.delete_prefix(prefix))
+    # Left over by a process that died between writing and its rollback; the prefix is ours.
+    store.delete_prefix(prefix)
+    try:
+        write()
+    except BaseException:
+        store.delete_prefix(prefix)
+        raise
+    listed = store.list(prefix)
+    return Written(size_bytes=sum(info.size for info in listed), file_count=len(listed))
+
+
+def upload_files(store: ObjectStore, files: Mapping[str, Path], prefix: str) -> None:
+    """Upload ``files`` (relative path → local file) under ``prefix``."""
+    for relative, source in sorted(files.items()):
+        store.put_file(f"{prefix}/{relative}", source)

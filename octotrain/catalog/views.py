@@ -1,0 +1,281 @@
+"""How catalog objects are shown: the REST API's responses and the CLI's ``--json`` output.
+
+Each view carries the object's document fields (what a user can write back) plus what the
+platform adds (project, sizes, statuses, times). Views only describe rows, they do not judge
+them: the rules were applied when the rows were written.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from octotrain.catalog.models import (
+    Algorithm,
+    DataCache,
+    Dataset,
+    DatasetVersion,
+    ModelRepository,
+    ModelVersion,
+    Project,
+    ResourceSpec,
+    Run,
+    TrainingTask,
+    as_utc,
+)
+from octotrain.contracts import dag_id_for
+
+
+class View(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class ProjectView(View):
+    name: str
+    description: str
+    max_nodes: int
+    members: list[str]
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: Project) -> ProjectView:
+        return cls(
+            name=row.name,
+            description=row.description,
+            max_nodes=row.max_nodes,
+            members=[member.username for member in row.members],
+            created_at=as_utc(row.created_at),
+        )
+
+
+class ResourceSpecView(View):
+    project: str
+    name: str
+    kind: str
+    cpu: float
+    memory_mib: int
+    gpu_count: int
+    gpu_type: str
+    max_nodes: int
+
+    @classmethod
+    def of(cls, row: ResourceSpec) -> ResourceSpecView:
+        return cls(
+            project=row.project.name,
+            name=row.name,
+            kind=row.kind.value,
+            cpu=row.cpu,
+            memory_mib=row.memory_mib,
+            gpu_count=row.gpu_count,
+            gpu_type=row.gpu_type,
+            max_nodes=row.max_nodes,
+        )
+
+
+class AlgorithmView(View):
+    project: str
+    name: str
+    description: str
+    algorithm_type: str
+    image: str
+    command: list[str]
+    parameters: list[dict[str, Any]]
+    env: dict[str, str]
+    sample_type: str
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: Algorithm) -> AlgorithmView:
+        return cls(
+            project=row.project.name,
+            name=row.name,
+            description=row.description,
+            algorithm_type=row.algorithm_type.value,
+            image=row.image,
+            command=[str(part) for part in row.command],
+            parameters=list(row.parameters),
+            env={name: str(value) for name, value in row.env.items()},
+            sample_type=row.sample_type,
+            created_at=as_utc(row.created_at),
+        )
+
+
+class DatasetVersionView(View):
+    dataset: str
+    version: str
+    status: str
+    size_bytes: int
+    file_count: int
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: DatasetVersion) -> DatasetVersionView:
+        return cls(
+            dataset=row.dataset.name,
+            version=row.version,
+            status=row.status.value,
+            size_bytes=row.size_bytes,
+            file_count=row.file_count,
+            created_at=as_utc(row.created_at),
+        )
+
+
+class DatasetView(View):
+    project: str
+    name: str
+    sample_type: str
+    annotation_status: str
+    versions: list[DatasetVersionView]
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: Dataset) -> DatasetView:
+        return cls(
+            project=row.project.name,
+            name=row.name,
+            sample_type=row.sample_type,
+            annotation_status=row.annotation_status.value,
+            versions=[DatasetVersionView.of(version) for version in row.versions],
+            created_at=as_utc(row.created_at),
+        )
+
+
+class DataCacheView(View):
+    project: str
+    name: str
+    dataset: str
+    version: str
+    status: str
+    size_bytes: int
+    file_count: int
+    expires_at: datetime | None
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: DataCache) -> DataCacheView:
+        return cls(
+            project=row.project.name,
+            name=row.name,
+            dataset=row.dataset_version.dataset.name,
+            version=row.dataset_version.version,
+            status=row.current_status().value,
+            size_bytes=row.size_bytes,
+            file_count=row.file_count,
+            expires_at=as_utc(row.expires_at) if row.expires_at else None,
+            created_at=as_utc(row.created_at),
+        )
+
+
+class ModelVersionView(View):
+    repository: str
+    version: int
+    status: str
+    source: str
+    description: str
+    size_bytes: int
+    file_count: int
+    lineage: dict[str, Any]
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: ModelVersion) -> ModelVersionView:
+        return cls(
+            repository=row.repository.name,
+            version=row.version,
+            status=row.status.value,
+            source=row.source.value,
+            description=row.description,
+            size_bytes=row.size_bytes,
+            file_count=row.file_count,
+            lineage=row.lineage,
+            created_at=as_utc(row.created_at),
+        )
+
+
+class ModelRepositoryView(View):
+    project: str
+    name: str
+    description: str
+    versions: list[int]
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: ModelRepository) -> ModelRepositoryView:
+        return cls(
+            project=row.project.name,
+            name=row.name,
+            description=row.description,
+            versions=[version.version for version in row.versions],
+            created_at=as_utc(row.created_at),
+        )
+
+
+class RunView(View):
+    id: int
+    airflow_run_id: str
+    state: str
+    node_count: int
+    message: str
+    triggered_by: str
+    started_at: datetime
+    ended_at: datetime | None
+    model_version: int | None
+
+    @classmethod
+    def of(cls, row: Run) -> RunView:
+        return cls(
+            id=row.id,
+            airflow_run_id=row.airflow_run_id,
+            state=row.state.value,
+            node_count=row.node_count,
+            message=row.message,
+            triggered_by=row.triggered_by,
+            started_at=as_utc(row.started_at),
+            ended_at=as_utc(row.ended_at) if row.ended_at else None,
+            model_version=row.model_version.version if row.model_version else None,
+        )
+
+
+class TaskView(View):
+    """A training task: its document as saved, and what the platform derived from it."""
+
+    id: int
+    project: str
+    name: str
+    description: str
+    dag_id: str
+    node_count: int
+    priority: int
+    resource_spec: str
+    algorithm: str
+    model_repository: str
+    # The user the container starts as: "ma-user" (image-only algorithm on a ModelArts spec)
+    # or the task's uid.
+    container_user: str
+    document: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    last_run: RunView | None
+
+    @classmethod
+    def of(cls, row: TrainingTask) -> TaskView:
+        spec = row.spec
+        return cls(
+            id=row.id,
+            project=row.project.name,
+            name=row.name,
+            description=row.description,
+            dag_id=dag_id_for(row.id),
+            node_count=int(spec.get("node_count", 1)),
+            priority=int(spec.get("priority", 0)),
+            resource_spec=str(spec.get("resource_spec", "")),
+            algorithm=str(spec.get("algorithm", "")),
+            model_repository=str(spec.get("model_repository", "")),
+            container_user=row.container_user or str(spec.get("run_as_uid", 1000)),
+            document=spec,
+            created_at=as_utc(row.created_at),
+            updated_at=as_utc(row.updated_at),
+            last_run=RunView.of(row.runs[-1]) if row.runs else None,
+        )

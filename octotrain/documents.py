@@ -1,0 +1,129 @@
+"""Reading user documents (REST bodies, YAML files, form posts) into pydantic models, with every
+broken rule reported as a ``FieldProblem`` naming the field path and the rule in plain words.
+
+The name and description rules of the manual apply to training tasks and to the catalog objects
+alike, so they are spelled here once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, StrictStr, ValidationError
+
+from octotrain.errors import FieldProblem, InvalidInput
+
+# Chinese (CJK unified ideographs, incl. extension A and compatibility) or English letters,
+# digits, "_" and "-".
+NAME_PATTERN = re.compile(r"[A-Za-z0-9_\-\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{1,64}")
+NAME_RULE = "must be 1-64 characters of Chinese or English letters, digits, '_' and '-'"
+DESCRIPTION_FORBIDDEN = "@^\\#$%&*<>'|\"/"
+DESCRIPTION_MAX = 256
+# Shown with a problem so that the user sees what was refused; long values are cut.
+SHOWN_VALUE_MAX = 40
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def _name_rule(value: str) -> str:
+    if not NAME_PATTERN.fullmatch(value):
+        raise ValueError(NAME_RULE)
+    return value
+
+
+def _description_rule(value: str) -> str:
+    if len(value) > DESCRIPTION_MAX:
+        raise ValueError(f"must be at most {DESCRIPTION_MAX} characters, got {len(value)}")
+    found = sorted({char for char in value if char in DESCRIPTION_FORBIDDEN})
+    if found:
+        raise ValueError(
+            f"must not contain any of {DESCRIPTION_FORBIDDEN}; found {' '.join(found)}"
+        )
+    return value
+
+
+Name = Annotated[StrictStr, AfterValidator(_name_rule)]
+Description = Annotated[StrictStr, AfterValidator(_description_rule)]
+
+
+class Document(BaseModel):
+    """A user document: unknown fields are errors (a typo must not be silently ignored)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= SHOWN_VALUE_MAX else text[: SHOWN_VALUE_MAX - 3] + "..."
+
+
+def problems_of(error: ValidationError) -> list[FieldProblem]:
+    """pydantic's errors as field problems: dotted paths and rules a user can act on."""
+    problems = []
+    for item in error.errors():
+        field = ".".join(str(part) for part in item["loc"])
+        kind = item["type"]
+        if kind == "missing":
+            rule = "is required"
+        elif kind == "extra_forbidden":
+            rule = "is not a known field"
+        elif kind in ("value_error", "assertion_error"):
+            rule = item["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        else:
+            rule = f"{item['msg'][:1].lower()}{item['msg'][1:]} (got {_shown(item['input'])})"
+        problems.append(FieldProblem(field or "document", rule))
+    return problems
+
+
+def parse_document(model: type[ModelT], document: object) -> ModelT:
+    """``document`` as ``model``, or ``InvalidInput`` with every problem found."""
+    if not isinstance(document, dict):
+        raise InvalidInput.one("document", f"must be an object, got {type(document).__name__}")
+    try:
+        return model.model_validate(document)
+    except ValidationError as error:
+        raise InvalidInput(problems_of(error)) from None
+
+
+def valid_fields(model: type[BaseModel], document: dict[str, Any]) -> dict[str, Any]:
+    """The top-level fields of ``document`` that are valid on their own, validated.
+
+    Used when the whole document is invalid, so that the rules needing the catalog can still
+    check the fields that are fine and every problem is reported in one answer.
+    """
+    fields: dict[str, Any] = {}
+    for name, info in model.model_fields.items():
+        if name not in document:
+            if not info.is_required():
+                fields[name] = info.get_default(call_default_factory=True)
+            continue
+        try:
+            checked = model.__pydantic_validator__.validate_assignment(
+                model.model_construct(), name, document[name]
+            )
+        except ValidationError:
+            continue
+        fields[name] = getattr(checked, name)
+    return fields
+
+
+def judge_document(
+    model: type[ModelT],
+    document: object,
+    more_rules: Callable[[dict[str, Any]], list[FieldProblem]],
+) -> ModelT:
+    """``document`` as ``model`` if it breaks no rule, neither its own nor ``more_rules``
+    (rules needing the catalog, given the fields that are valid); else every problem at once."""
+    if not isinstance(document, dict):
+        raise InvalidInput.one("document", f"must be an object, got {type(document).__name__}")
+    try:
+        parsed = model.model_validate(document)
+    except ValidationError as error:
+        problems = problems_of(error) + more_rules(valid_fields(model, document))
+        raise InvalidInput(problems) from None
+    problems = more_rules(dict(parsed))
+    if problems:
+        raise InvalidInput(problems)
+    return parsed

@@ -1,0 +1,80 @@
+"""Algorithm parameters: how an algorithm declares them, and whether a task's value fits.
+
+An algorithm carries its parameter list (name, type, default, range or choices); a task may
+change the values but not add names. Values reach the process as ``--name=value``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Literal, Self
+
+from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
+
+from octotrain.documents import Description, Document
+
+PARAMETER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}")
+ParameterType = Literal["int", "float", "bool", "string", "enum"]
+Scalar = StrictBool | StrictInt | StrictFloat | StrictStr
+Number = StrictInt | StrictFloat
+
+
+class ParameterDeclaration(Document):
+    """One entry of an algorithm's parameter list."""
+
+    name: StrictStr = Field(pattern=PARAMETER_NAME.pattern)
+    type: ParameterType = "string"
+    default: Scalar | None = None
+    required: StrictBool = False
+    min: Number | None = None
+    max: Number | None = None
+    choices: list[StrictBool | StrictInt | StrictFloat | StrictStr] = Field(
+        default_factory=list, max_length=256
+    )
+    description: Description = ""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        if self.type == "enum" and not self.choices:
+            raise ValueError("an enum parameter needs a non-empty list of choices")
+        if self.type != "enum" and self.choices:
+            raise ValueError("choices are only for enum parameters")
+        if len({repr(choice) for choice in self.choices}) != len(self.choices):
+            raise ValueError("choices must not repeat")
+        if self.type not in ("int", "float") and (self.min is not None or self.max is not None):
+            raise ValueError("min and max are only for int and float parameters")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min ({self.min}) must not be greater than max ({self.max})")
+        if self.default is not None:
+            problem = parameter_problem(self.model_dump(), self.default)
+            if problem:
+                raise ValueError(f"default {problem}")
+        return self
+
+
+def parameter_problem(declaration: dict[str, Any], value: Any) -> str | None:
+    """Why ``value`` does not fit a declared algorithm parameter, or None if it does."""
+    kind = declaration.get("type", "string")
+    checks = {
+        "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "float": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+        "bool": lambda v: isinstance(v, bool),
+        "string": lambda v: isinstance(v, str),
+        "enum": lambda v: any(
+            v == choice and type(v) is type(choice) for choice in declaration.get("choices", [])
+        ),
+    }
+    if kind not in checks:
+        return f"has unknown type '{kind}'"
+    if not checks[kind](value):
+        if kind == "enum":
+            return f"must be one of {declaration.get('choices', [])}, got {value!r}"
+        return f"must be of type {kind}, got {value!r}"
+    if kind in ("int", "float"):
+        if not math.isfinite(value):
+            return f"must be a finite number, got {value!r}"
+        low, high = declaration.get("min"), declaration.get("max")
+        if (low is not None and value < low) or (high is not None and value > high):
+            return f"must be within [{low}, {high}], got {value}"
+    return None
