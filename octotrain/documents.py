@@ -11,7 +11,15 @@ import re
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, StrictStr, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    PlainValidator,
+    StrictStr,
+    ValidationError,
+    WithJsonSchema,
+)
 
 from octotrain.errors import FieldProblem, InvalidInput
 
@@ -33,7 +41,14 @@ def _name_rule(value: str) -> str:
     return value
 
 
+def _no_control_characters(value: str) -> str:
+    if any(ord(char) < 32 and char not in "\t\n" for char in value):
+        raise ValueError("must not contain control characters")
+    return value
+
+
 def _description_rule(value: str) -> str:
+    _no_control_characters(value)
     if len(value) > DESCRIPTION_MAX:
         raise ValueError(f"must be at most {DESCRIPTION_MAX} characters, got {len(value)}")
     found = sorted({char for char in value if char in DESCRIPTION_FORBIDDEN})
@@ -44,7 +59,31 @@ def _description_rule(value: str) -> str:
     return value
 
 
+def _scalar(value: Any) -> bool | int | float | str:
+    if isinstance(value, bool | int | float | str):
+        return value
+    raise ValueError(
+        f"must be a boolean, an integer, a number or a string, got {type(value).__name__}"
+    )
+
+
+def _number(value: Any) -> int | float:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value
+    raise ValueError(f"must be a number, got {type(value).__name__}")
+
+
 Name = Annotated[StrictStr, AfterValidator(_name_rule)]
+# An integer or a number, kept as given (a bound of 1 stays 1, not 1.0).
+Number = Annotated[int | float, PlainValidator(_number), WithJsonSchema({"type": "number"})]
+# A parameter value: one error for a value of none of the four types (not one per type).
+Scalar = Annotated[
+    bool | int | float | str,
+    PlainValidator(_scalar),
+    WithJsonSchema({"type": ["boolean", "integer", "number", "string"]}),
+]
+# Free text kept in the catalog's string columns (no NUL or other control characters).
+PlainText = Annotated[StrictStr, AfterValidator(_no_control_characters)]
 Description = Annotated[StrictStr, AfterValidator(_description_rule)]
 
 

@@ -7,31 +7,26 @@ change the values but not add names. Values reach the process as ``--name=value`
 from __future__ import annotations
 
 import math
-import re
 from typing import Any, Literal, Self
 
-from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
+from pydantic import Field, StrictBool, StrictStr, model_validator
 
-from octotrain.documents import Description, Document
+from octotrain.documents import Description, Document, Number, Scalar
 
-PARAMETER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}")
+PARAMETER_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$"
 ParameterType = Literal["int", "float", "bool", "string", "enum"]
-Scalar = StrictBool | StrictInt | StrictFloat | StrictStr
-Number = StrictInt | StrictFloat
 
 
 class ParameterDeclaration(Document):
     """One entry of an algorithm's parameter list."""
 
-    name: StrictStr = Field(pattern=PARAMETER_NAME.pattern)
+    name: StrictStr = Field(pattern=PARAMETER_NAME_PATTERN)
     type: ParameterType = "string"
     default: Scalar | None = None
     required: StrictBool = False
     min: Number | None = None
     max: Number | None = None
-    choices: list[StrictBool | StrictInt | StrictFloat | StrictStr] = Field(
-        default_factory=list, max_length=256
-    )
+    choices: list[Scalar] = Field(default_factory=list, max_length=256)
     description: Description = ""
 
     @model_validator(mode="after")

@@ -10,18 +10,27 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
+from pydantic import Field, StrictInt, StrictStr, model_validator
 
-from octotrain.documents import Description, Document, Name, parse_document, valid_fields
+from octotrain.documents import (
+    Description,
+    Document,
+    Name,
+    PlainText,
+    Scalar,
+    parse_document,
+    valid_fields,
+)
 
 MAX_DATA_INPUTS = 10
 MAX_MOUNTS = 10
 MAX_INPUT_MODELS = 10
+MAX_NODES = 4096
+MAX_VERSION_NUMBER = 2**31 - 1
 PRIORITY_RANGE = (-50, 50)
 UID_RANGE = (0, 65535)
 DEFAULT_UID = 1000
 
-ParameterValue = StrictBool | StrictInt | StrictFloat | StrictStr
 RefName = Annotated[StrictStr, Field(min_length=1, max_length=64)]
 VersionName = Annotated[StrictStr, Field(min_length=1, max_length=32)]
 
@@ -54,7 +63,7 @@ class DataRef(Document):
 
 class ModelVersionRef(Document):
     repository: RefName
-    version: StrictInt = Field(ge=1)
+    version: StrictInt = Field(ge=1, le=MAX_VERSION_NUMBER)
 
     @property
     def label(self) -> str:
@@ -68,11 +77,11 @@ class TaskSpec(Document):
     name: Name
     description: Description = ""
     resource_spec: RefName
-    node_count: StrictInt = Field(default=1, ge=1)
+    node_count: StrictInt = Field(default=1, ge=1, le=MAX_NODES)
     priority: StrictInt = Field(default=0, ge=PRIORITY_RANGE[0], le=PRIORITY_RANGE[1])
     algorithm: RefName
-    parameters: dict[StrictStr, ParameterValue] = Field(default_factory=dict)
-    env: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    parameters: dict[StrictStr, Scalar] = Field(default_factory=dict)
+    env: dict[StrictStr, PlainText] = Field(default_factory=dict)
     run_as_uid: StrictInt = Field(default=DEFAULT_UID, ge=UID_RANGE[0], le=UID_RANGE[1])
     training_kind: Literal["regular", "incremental"] = "regular"
     # The repository the trained model is archived into (the output repository).

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 from airflow.plugins_manager import AirflowPlugin
 
-from plugins.api import URL_PREFIX, create_app
+from plugins.api.app import URL_PREFIX, create_app
 
 
 class OctotrainPlugin(AirflowPlugin):

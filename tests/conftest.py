@@ -17,17 +17,24 @@ _AIRFLOW_HOME = tempfile.mkdtemp(prefix="octotrain-test-airflow-")
 os.environ["AIRFLOW_HOME"] = _AIRFLOW_HOME
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "True"
+# Long enough for HS512, so that tokens made by the tests are signed as in production.
+os.environ["AIRFLOW__API_AUTH__JWT_SECRET"] = "octotrain-tests-" + "0123456789abcdef" * 4
 
 import pytest  # noqa: E402
 import sqlalchemy  # noqa: E402
+from sqlalchemy.orm import Session  # noqa: E402
 
 from hooks.catalog import CatalogHook  # noqa: E402
 from hooks.object_store import LocalFolderStore  # noqa: E402
 from octotrain.settings import get_settings  # noqa: E402
+from tests.factories import build_rule_catalog  # noqa: E402
 
 POSTGRES_ADMIN_URL = os.environ.get(
     "OCTOTRAIN_TEST_POSTGRES_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
 )
+
+
+BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 
 
 def postgres_database() -> Iterator[str]:
@@ -49,13 +56,53 @@ def postgres_database() -> Iterator[str]:
         admin.dispose()
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+@pytest.fixture(params=BACKENDS)
 def catalog_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """The catalog URL, once on SQLite and once on PostgreSQL."""
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'catalog.db'}"
     else:
         yield from postgres_database()
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def rule_catalog(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[CatalogHook, LocalFolderStore]]:
+    """One catalog per module and backend with ``tests.factories.build_rule_catalog``; tests
+    use it through ``rule_session``, which rolls back whatever a test changes."""
+    root = tmp_path_factory.mktemp(f"rules-{request.param}")
+    if request.param == "sqlite":
+        urls: Iterator[str] = iter([f"sqlite:///{root / 'catalog.db'}"])
+    else:
+        urls = postgres_database()
+    hook = CatalogHook(next(urls))
+    hook.migrate()
+    store = LocalFolderStore(root / "objects")
+    build_rule_catalog(hook, store, root)
+    yield hook, store
+    hook.dispose()
+    next(urls, None)
+
+
+@pytest.fixture
+def rule_store(rule_catalog: tuple[CatalogHook, LocalFolderStore]) -> LocalFolderStore:
+    """The object store of the rule catalog."""
+    return rule_catalog[1]
+
+
+@pytest.fixture
+def rule_session(rule_catalog: tuple[CatalogHook, LocalFolderStore]) -> Iterator[Session]:
+    """A session on the rule catalog that is rolled back after the test."""
+    hook, _store = rule_catalog
+    with hook.engine.connect() as connection:
+        transaction = connection.begin()
+        session = Session(bind=connection)
+        try:
+            yield session
+        finally:
+            session.close()
+            transaction.rollback()
 
 
 @pytest.fixture

@@ -20,10 +20,10 @@ from pydantic import (
 
 from octotrain.catalog.models import AlgorithmType, AnnotationStatus, SpecKind
 from octotrain.contracts import PLATFORM_ENV_NAMES
-from octotrain.documents import Description, Document, Name
+from octotrain.documents import Description, Document, Name, PlainText
 from octotrain.parameters import ParameterDeclaration
+from octotrain.task_spec import MAX_NODES
 
-MAX_NODES_LIMIT = 4096
 CACHE_TTL_HOURS_MAX = 24 * 365
 DEFAULT_TTL_HOURS = 24 * 7
 # A container image reference: [registry[:port]/]path[:tag][@sha256:digest].
@@ -64,13 +64,13 @@ def _version_rule(value: str) -> str:
 Image = Annotated[StrictStr, AfterValidator(_image_rule)]
 SampleType = Annotated[StrictStr, AfterValidator(_sample_type_rule)]
 VersionName = Annotated[StrictStr, AfterValidator(_version_rule)]
-Username = Annotated[StrictStr, Field(min_length=1, max_length=USERNAME_MAX)]
+Username = Annotated[PlainText, Field(min_length=1, max_length=USERNAME_MAX)]
 
 
 class ProjectDocument(Document):
     name: Name
     description: Description = ""
-    max_nodes: StrictInt = Field(default=64, ge=1, le=MAX_NODES_LIMIT)
+    max_nodes: StrictInt = Field(default=64, ge=1, le=MAX_NODES)
 
 
 class MemberDocument(Document):
@@ -82,11 +82,11 @@ class ResourceSpecDocument(Document):
 
     name: Name
     kind: SpecKind = SpecKind.CCE
-    cpu: StrictInt | StrictFloat = Field(gt=0, le=1024)
+    cpu: StrictFloat = Field(gt=0, le=1024)
     memory_mib: StrictInt = Field(ge=1, le=16 * 1024 * 1024)
     gpu_count: StrictInt = Field(default=0, ge=0, le=64)
-    gpu_type: StrictStr = Field(default="", max_length=64)
-    max_nodes: StrictInt = Field(default=1, ge=1, le=MAX_NODES_LIMIT)
+    gpu_type: PlainText = Field(default="", max_length=64)
+    max_nodes: StrictInt = Field(default=1, ge=1, le=MAX_NODES)
 
 
 class AlgorithmDocument(Document):
@@ -96,11 +96,11 @@ class AlgorithmDocument(Document):
     description: Description = ""
     algorithm_type: AlgorithmType = AlgorithmType.CUSTOM_SCRIPT
     image: Image
-    command: list[Annotated[StrictStr, Field(min_length=1, max_length=4096)]] = Field(
+    command: list[Annotated[PlainText, Field(min_length=1, max_length=4096)]] = Field(
         min_length=1, max_length=256
     )
     parameters: list[ParameterDeclaration] = Field(default_factory=list, max_length=256)
-    env: dict[StrictStr, Annotated[StrictStr, Field(max_length=4096)]] = Field(
+    env: dict[StrictStr, Annotated[PlainText, Field(max_length=4096)]] = Field(
         default_factory=dict, max_length=256
     )
     sample_type: SampleType

@@ -65,7 +65,9 @@ class References:
 
     def _to_version_rows(self, version: DatasetVersion) -> list[str]:
         caches = self.session.scalars(
-            select(DataCache.name).where(DataCache.dataset_version_id == version.id)
+            select(DataCache.name)
+            .where(DataCache.dataset_version_id == version.id)
+            .order_by(DataCache.name)
         )
         made = self._model_versions(ModelVersionInput.dataset_version_id == version.id)
         return [f"data cache '{name}'" for name in caches] + made

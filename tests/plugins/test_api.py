@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from hooks.catalog import CatalogHook, catalog_for
 from hooks.object_store import LocalFolderStore
-from plugins.api import create_app
+from plugins.api.app import create_app
 from plugins.octotrain_plugin import OctotrainPlugin
 from tests.factories import seed
 

@@ -1,0 +1,35 @@
+"""The plugin's REST API, mounted in Airflow's api-server under ``/octotrain``.
+
+Every route depends on Airflow's ``get_user`` (router-wide, so a new route cannot forget it):
+without an Airflow token or session cookie it answers 401. The OpenAPI document is at
+``/octotrain/openapi.json`` and the interactive one at ``/octotrain/docs``.
+"""
+
+from __future__ import annotations
+
+from airflow.api_fastapi.core_api.security import get_user
+from fastapi import APIRouter, Depends, FastAPI
+
+from plugins.api import catalog_routes, task_routes
+from plugins.api.errors import ERROR_RESPONSES, install_error_handlers
+
+URL_PREFIX = "/octotrain"
+API_PREFIX = "/api/v1"
+
+
+def create_app() -> FastAPI:
+    app = FastAPI(
+        title="Octotrain",
+        description=(
+            "Training tasks, the catalog they use (projects, resource specs, algorithms, "
+            "datasets, data caches, model repositories) and their runs. Authenticate with an "
+            "Airflow token (`POST /auth/token` of the api-server) as `Authorization: Bearer`."
+        ),
+        version="1",
+    )
+    api = APIRouter(prefix=API_PREFIX, dependencies=[Depends(get_user)], responses=ERROR_RESPONSES)
+    api.include_router(catalog_routes.router)
+    api.include_router(task_routes.router)
+    app.include_router(api)
+    install_error_handlers(app)
+    return app

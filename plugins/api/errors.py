@@ -1,0 +1,84 @@
+"""The plugin API's error answers, one shape for all of them:
+
+``{"detail": "<what went wrong>", "problems": [{"field": "...", "rule": "..."}], ...}``
+
+``problems`` lists every broken rule of a document (422); a refused delete also lists its
+``referrers`` (409). FastAPI's own request validation errors are answered in the same shape.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+
+from octotrain.catalog.access import Forbidden
+from octotrain.errors import Conflict, FieldProblem, InvalidInput, NotFound, StillReferenced
+from octotrain.storage import ObjectStoreError
+
+
+class ProblemView(BaseModel):
+    field: str
+    rule: str
+
+
+class ErrorView(BaseModel):
+    detail: str
+    problems: list[ProblemView] = []
+    referrers: list[str] = []
+
+
+# Documented on every route (the API's OpenAPI document lists what each may answer).
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorView, "description": "No or an expired Airflow token"},
+    403: {"model": ErrorView, "description": "Only administrators may do this"},
+    404: {"model": ErrorView, "description": "Not found, or in a project you are not in"},
+    409: {"model": ErrorView, "description": "Still referenced, or taken meanwhile"},
+    422: {"model": ErrorView, "description": "Broken rules, each with its field"},
+}
+
+
+def _answer(status: int, detail: str, **extra: Any) -> JSONResponse:
+    return JSONResponse(status_code=status, content={"detail": detail, **extra})
+
+
+def _problems(problems: list[FieldProblem]) -> list[dict[str, str]]:
+    return [{"field": problem.field, "rule": problem.rule} for problem in problems]
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(InvalidInput)
+    async def invalid(_request: Request, error: InvalidInput) -> JSONResponse:
+        return _answer(422, str(error), problems=_problems(error.problems))
+
+    @app.exception_handler(NotFound)
+    async def not_found(_request: Request, error: NotFound) -> JSONResponse:
+        return _answer(404, str(error))
+
+    @app.exception_handler(Forbidden)
+    async def forbidden(_request: Request, error: Forbidden) -> JSONResponse:
+        return _answer(403, str(error))
+
+    @app.exception_handler(Conflict)
+    async def conflict(_request: Request, error: Conflict) -> JSONResponse:
+        referrers = error.referrers if isinstance(error, StillReferenced) else []
+        return _answer(409, str(error), referrers=referrers)
+
+    @app.exception_handler(ObjectStoreError)
+    async def store_failed(_request: Request, error: ObjectStoreError) -> JSONResponse:
+        return _answer(503, f"the object store failed: {error}")
+
+    @app.exception_handler(RequestValidationError)
+    async def malformed(_request: Request, error: RequestValidationError) -> JSONResponse:
+        problems = [
+            {
+                "field": ".".join(str(part) for part in item["loc"] if part != "body") or "body",
+                "rule": item["msg"],
+            }
+            for item in error.errors()
+        ]
+        detail = "; ".join(f"{item['field']}: {item['rule']}" for item in problems)
+        return _answer(422, detail, problems=problems)

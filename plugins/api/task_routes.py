@@ -1,0 +1,107 @@
+"""Training tasks over REST: create (judged by every rule of the manual, all problems in one
+answer), check without saving, list, show, change, copy, delete, and their runs."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Path, Query, Response
+from pydantic import BaseModel
+
+from hooks.catalog import default_catalog
+from octotrain.catalog.documents import TaskCopyDocument
+from octotrain.catalog.views import RunView, TaskView
+from octotrain.task_spec import MAX_VERSION_NUMBER, TaskSpec
+from octotrain.tasks import Tasks
+from plugins.api.auth import CurrentScope
+from plugins.api.bodies import json_body
+
+TaskId = Annotated[int, Path(ge=1, le=MAX_VERSION_NUMBER)]
+Document = Annotated[Any, Body()]
+
+router = APIRouter(tags=["tasks"])
+
+
+class TaskCheckView(BaseModel):
+    """A task document that breaks no rule, with what the platform derives from it."""
+
+    valid: bool
+    container_user: str
+    parameters: dict[str, Any]
+    env: dict[str, str]
+
+
+@router.get("/tasks", summary="Training tasks of your projects, with their last run")
+def list_tasks(
+    scope: CurrentScope,
+    project: Annotated[str | None, Query(min_length=1, max_length=64)] = None,
+) -> list[TaskView]:
+    with default_catalog().session() as session:
+        return [TaskView.of(task) for task in Tasks(session, scope).list(project)]
+
+
+@router.post(
+    "/tasks",
+    status_code=201,
+    summary="Create a training task (its DAG appears in Airflow)",
+    openapi_extra=json_body(TaskSpec),
+)
+def create_task(scope: CurrentScope, document: Document) -> TaskView:
+    with default_catalog().session() as session:
+        return TaskView.of(Tasks(session, scope).create(document))
+
+
+@router.post(
+    "/tasks/check",
+    summary="Judge a task document without saving it",
+    openapi_extra=json_body(TaskSpec),
+)
+def check_task(scope: CurrentScope, document: Document) -> TaskCheckView:
+    with default_catalog().session() as session:
+        resolved = Tasks(session, scope).check(document)
+        return TaskCheckView(
+            valid=True,
+            container_user=resolved.container_user or str(resolved.spec.run_as_uid),
+            parameters=resolved.parameters,
+            env=resolved.env,
+        )
+
+
+@router.get("/tasks/{task_id}", summary="One training task")
+def get_task(task_id: TaskId, scope: CurrentScope) -> TaskView:
+    with default_catalog().session() as session:
+        return TaskView.of(Tasks(session, scope).get(task_id))
+
+
+@router.patch(
+    "/tasks/{task_id}",
+    summary="Change a training task (merged into its document, then judged whole)",
+    openapi_extra=json_body(TaskSpec, partial=True),
+)
+def update_task(task_id: TaskId, scope: CurrentScope, document: Document) -> TaskView:
+    with default_catalog().session() as session:
+        return TaskView.of(Tasks(session, scope).update(task_id, document))
+
+
+@router.post(
+    "/tasks/{task_id}/copy",
+    status_code=201,
+    summary="Copy a training task under a new name",
+    openapi_extra=json_body(TaskCopyDocument),
+)
+def copy_task(task_id: TaskId, scope: CurrentScope, document: Document) -> TaskView:
+    with default_catalog().session() as session:
+        return TaskView.of(Tasks(session, scope).copy(task_id, document))
+
+
+@router.delete("/tasks/{task_id}", status_code=204, summary="Delete a task without active runs")
+def delete_task(task_id: TaskId, scope: CurrentScope) -> Response:
+    with default_catalog().session() as session:
+        Tasks(session, scope).delete(task_id)
+    return Response(status_code=204)
+
+
+@router.get("/tasks/{task_id}/runs", summary="The runs of one training task")
+def list_runs(task_id: TaskId, scope: CurrentScope) -> list[RunView]:
+    with default_catalog().session() as session:
+        return [RunView.of(run) for run in Tasks(session, scope).runs(task_id)]

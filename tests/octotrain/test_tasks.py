@@ -1,0 +1,126 @@
+"""The training-task service: create, change, copy, delete, list; nothing written on error."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from hooks.catalog import CatalogHook
+from hooks.object_store import LocalFolderStore
+from octotrain.catalog.models import Run, RunState, TrainingTask
+from octotrain.errors import Conflict, InvalidInput, NotFound
+from octotrain.tasks import Tasks
+from tests.factories import ADMIN, MEMBER, OUTSIDER, VALID_TASK, seed
+
+
+def task_count(session: Session) -> int:
+    return session.scalar(select(func.count()).select_from(TrainingTask)) or 0
+
+
+def test_create_saves_the_checked_document_and_the_container_user(rule_session: Session) -> None:
+    task = Tasks(rule_session, ADMIN).create(
+        VALID_TASK
+        | {
+            "resource_spec": "modelarts-gpu",
+            "algorithm": "image-algo",
+            "parameters": {"n": 2},
+            "data_inputs": [{"cache": "hot"}],
+        }
+    )
+    assert task.container_user == "ma-user"
+    assert task.spec["data_inputs"] == [{"cache": "hot"}]  # no empty optional parts
+    assert task.spec["run_as_uid"] == 1000
+
+
+def test_a_rejected_create_writes_nothing(rule_session: Session) -> None:
+    before = task_count(rule_session)
+    with pytest.raises(InvalidInput):
+        Tasks(rule_session, ADMIN).create(VALID_TASK | {"algorithm": "nope"})
+    assert task_count(rule_session) == before
+
+
+def test_update_merges_and_judges_the_whole_document(rule_session: Session) -> None:
+    tasks = Tasks(rule_session, ADMIN)
+    task = tasks.create(VALID_TASK)
+    changed = tasks.update(task.id, {"priority": 7, "description": "new"})
+    assert (changed.spec["priority"], changed.description, changed.name) == (7, "new", "rule-check")
+    with pytest.raises(InvalidInput) as caught:
+        tasks.update(task.id, {"node_count": 99, "project": "other"})
+    assert {p.field for p in caught.value.problems} == {"project"}
+    with pytest.raises(InvalidInput, match="already exists"):
+        tasks.update(task.id, {"name": "演示-房价回归"})
+    assert tasks.update(task.id, {"name": "rule-check"}).name == "rule-check"  # its own name
+    assert rule_session.get(TrainingTask, task.id).spec["priority"] == 7
+
+
+def test_copy_takes_a_free_name_unless_one_is_given(rule_session: Session) -> None:
+    tasks = Tasks(rule_session, ADMIN)
+    task = tasks.create(VALID_TASK)
+    first = tasks.copy(task.id, {})
+    second = tasks.copy(task.id, {})
+    named = tasks.copy(task.id, {"name": "我的副本"})
+    assert [first.name, second.name, named.name] == [
+        "rule-check-copy",
+        "rule-check-copy-2",
+        "我的副本",
+    ]
+    assert first.spec | {"name": task.name} == task.spec
+    with pytest.raises(InvalidInput, match="name"):
+        tasks.copy(task.id, {"name": "bad name"})
+
+
+def test_copy_of_a_64_character_name_stays_within_the_limit(rule_session: Session) -> None:
+    tasks = Tasks(rule_session, ADMIN)
+    task = tasks.create(VALID_TASK | {"name": "n" * 64})
+    first, second = tasks.copy(task.id, {}), tasks.copy(task.id, {})
+    assert (len(first.name), len(second.name)) == (64, 64)
+    assert (first.name[-2:], second.name[-2:]) == ("-2", "-3")
+
+
+def test_delete_is_refused_while_a_run_is_active(rule_session: Session) -> None:
+    tasks = Tasks(rule_session, ADMIN)
+    task = tasks.create(VALID_TASK)
+    run = Run(task_id=task.id, airflow_run_id="manual__1", state=RunState.RUNNING, node_count=1)
+    rule_session.add(run)
+    rule_session.flush()
+    with pytest.raises(Conflict, match=r"active runs \(manual__1\); stop them first"):
+        tasks.delete(task.id)
+    run.state = RunState.FAILED
+    tasks.delete(task.id)
+    assert rule_session.get(TrainingTask, task.id) is None
+    assert rule_session.scalars(select(Run).where(Run.task_id == task.id)).all() == []
+
+
+def test_members_see_only_their_projects_tasks(rule_session: Session) -> None:
+    other = Tasks(rule_session, ADMIN).create(
+        {
+            "project": "other",
+            "name": "theirs",
+            "resource_spec": "other-spec",
+            "algorithm": "other-algo",
+            "model_repository": "other-model",
+        }
+    )
+    assert [t.name for t in Tasks(rule_session, MEMBER).list()] == ["theirs"]
+    assert Tasks(rule_session, OUTSIDER).list() == []
+    assert Tasks(rule_session, MEMBER).list(project="demo") == []
+    assert {t.project.name for t in Tasks(rule_session, ADMIN).list()} == {"demo", "other"}
+    for forbidden in (
+        lambda: Tasks(rule_session, OUTSIDER).get(other.id),
+        lambda: Tasks(rule_session, OUTSIDER).update(other.id, {"priority": 1}),
+        lambda: Tasks(rule_session, OUTSIDER).delete(other.id),
+        lambda: Tasks(rule_session, OUTSIDER).copy(other.id, {}),
+    ):
+        with pytest.raises(NotFound, match=f"training task {other.id} not found"):
+            forbidden()
+
+
+def test_a_created_task_is_committed_on_both_backends(
+    catalog: CatalogHook, store: LocalFolderStore
+) -> None:
+    seed(catalog, store)
+    with catalog.session() as session:
+        task_id = Tasks(session, ADMIN).create(VALID_TASK).id
+    with catalog.session() as session:
+        assert Tasks(session, ADMIN).get(task_id).name == "rule-check"
