@@ -15,6 +15,7 @@ from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
+    Field,
     PlainValidator,
     StrictStr,
     ValidationError,
@@ -73,7 +74,12 @@ def _number(value: Any) -> int | float:
     raise ValueError(f"must be a number, got {type(value).__name__}")
 
 
-Name = Annotated[StrictStr, AfterValidator(_name_rule)]
+# The JSON schemas say the same as the validators, for the OpenAPI document and forms.
+Name = Annotated[
+    StrictStr,
+    AfterValidator(_name_rule),
+    WithJsonSchema({"type": "string", "pattern": f"^{NAME_PATTERN.pattern}$"}),
+]
 # An integer or a number, kept as given (a bound of 1 stays 1, not 1.0).
 Number = Annotated[int | float, PlainValidator(_number), WithJsonSchema({"type": "number"})]
 # A parameter value: one error for a value of none of the four types (not one per type).
@@ -83,8 +89,26 @@ Scalar = Annotated[
     WithJsonSchema({"type": ["boolean", "integer", "number", "string"]}),
 ]
 # Free text kept in the catalog's string columns (no NUL or other control characters).
-PlainText = Annotated[StrictStr, AfterValidator(_no_control_characters)]
-Description = Annotated[StrictStr, AfterValidator(_description_rule)]
+PlainText = Annotated[
+    StrictStr,
+    AfterValidator(_no_control_characters),
+    WithJsonSchema({"type": "string", "pattern": "^[^\\x00-\\x08\\x0b-\\x1f]*$"}),
+]
+# A reference by name to a catalog object; looked up as given, so only its size and the
+# absence of control characters are checked here (a missing object is a catalog rule).
+RefName = Annotated[PlainText, Field(min_length=1, max_length=64)]
+RefVersion = Annotated[PlainText, Field(min_length=1, max_length=32)]
+Description = Annotated[
+    StrictStr,
+    AfterValidator(_description_rule),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "maxLength": DESCRIPTION_MAX,
+            "pattern": "^[^" + re.escape(DESCRIPTION_FORBIDDEN) + "\\x00-\\x08\\x0b-\\x1f]*$",
+        }
+    ),
+]
 
 
 class Document(BaseModel):

@@ -17,6 +17,8 @@ from octotrain.documents import (
     Document,
     Name,
     PlainText,
+    RefName,
+    RefVersion,
     Scalar,
     parse_document,
     valid_fields,
@@ -31,16 +33,13 @@ PRIORITY_RANGE = (-50, 50)
 UID_RANGE = (0, 65535)
 DEFAULT_UID = 1000
 
-RefName = Annotated[StrictStr, Field(min_length=1, max_length=64)]
-VersionName = Annotated[StrictStr, Field(min_length=1, max_length=32)]
-
 
 class DataRef(Document):
     """A data input: a dataset version (``{"dataset": "iris", "version": "v1"}``) or a data
     cache (``{"cache": "iris-cache"}``)."""
 
     dataset: RefName | None = None
-    version: VersionName | None = None
+    version: RefVersion | None = None
     cache: RefName | None = None
 
     @model_validator(mode="after")

@@ -20,7 +20,7 @@ from pydantic import (
 
 from octotrain.catalog.models import AlgorithmType, AnnotationStatus, SpecKind
 from octotrain.contracts import PLATFORM_ENV_NAMES
-from octotrain.documents import Description, Document, Name, PlainText
+from octotrain.documents import Description, Document, Name, PlainText, RefName, RefVersion
 from octotrain.parameters import ParameterDeclaration
 from octotrain.task_spec import MAX_NODES
 
@@ -146,8 +146,8 @@ class DataCacheDocument(Document):
     as the manual allows, after)."""
 
     name: Name
-    dataset: Annotated[StrictStr, Field(min_length=1, max_length=64)]
-    version: Annotated[StrictStr, Field(min_length=1, max_length=32)]
+    dataset: RefName
+    version: RefVersion
     ttl_hours: StrictInt = Field(default=DEFAULT_TTL_HOURS, ge=1, le=CACHE_TTL_HOURS_MAX)
 
 

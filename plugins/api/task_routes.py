@@ -34,7 +34,9 @@ class TaskCheckView(BaseModel):
 @router.get("/tasks", summary="Training tasks of your projects, with their last run")
 def list_tasks(
     scope: CurrentScope,
-    project: Annotated[str | None, Query(min_length=1, max_length=64)] = None,
+    project: Annotated[
+        str | None, Query(min_length=1, max_length=64, pattern=r"^[^\x00-\x1f]+$")
+    ] = None,
 ) -> list[TaskView]:
     with default_catalog().session() as session:
         return [TaskView.of(task) for task in Tasks(session, scope).list(project)]

@@ -1,0 +1,164 @@
+"""Catalog management over HTTP: every answer in one error shape, uploads, refusals."""
+
+from __future__ import annotations
+
+from tests.plugins.api.conftest import Api
+
+BASE = "/api/v1/projects/demo"
+
+
+def test_create_show_change_delete_a_resource_spec(api: Api) -> None:
+    alice = api.as_user("alice")
+    body = {"name": "http-spec", "cpu": 2, "memory_mib": 4096, "max_nodes": 2}
+    created = api.client.post(f"{BASE}/resource-specs", json=body, headers=alice)
+    assert created.status_code == 201, created.text
+    assert created.json() | {} == {
+        "project": "demo",
+        "name": "http-spec",
+        "kind": "cce",
+        "cpu": 2.0,
+        "memory_mib": 4096,
+        "gpu_count": 0,
+        "gpu_type": "",
+        "max_nodes": 2,
+    }
+    changed = api.client.patch(
+        f"{BASE}/resource-specs/http-spec", json={"max_nodes": 3}, headers=alice
+    )
+    assert changed.json()["max_nodes"] == 3
+    assert api.client.delete(f"{BASE}/resource-specs/http-spec", headers=alice).status_code == 204
+    missing = api.client.get(f"{BASE}/resource-specs/http-spec", headers=alice)
+    assert missing.status_code == 404
+    assert missing.json()["detail"] == "resource spec 'http-spec' not found in project 'demo'"
+
+
+def test_broken_rules_answer_422_with_every_field(api: Api) -> None:
+    response = api.client.post(
+        f"{BASE}/algorithms",
+        json={"name": "bad name", "image": "Not An Image", "command": [], "extra": 1},
+        headers=api.as_user("alice"),
+    )
+    assert response.status_code == 422
+    fields = {problem["field"] for problem in response.json()["problems"]}
+    assert fields == {"name", "image", "command", "sample_type", "extra"}
+    assert "name: must be 1-64 characters" in response.json()["detail"]
+
+
+def test_a_body_that_is_not_json_answers_422_in_the_same_shape(api: Api) -> None:
+    response = api.client.post(
+        f"{BASE}/algorithms",
+        content=b"{not json",
+        headers=api.as_user("alice") | {"Content-Type": "application/json"},
+    )
+    assert response.status_code == 422
+    assert response.json()["problems"][0]["rule"].startswith("JSON decode error")
+
+
+def test_deleting_what_is_in_use_answers_409_with_the_referrers(api: Api) -> None:
+    response = api.client.delete(f"{BASE}/algorithms/linear-regression-numpy",
+                                 headers=api.as_user("alice"))  # fmt: skip
+    assert response.status_code == 409
+    assert response.json()["referrers"] == ["task '演示-房价回归'"]
+
+
+def test_a_dataset_version_is_uploaded_published_and_deleted(api: Api) -> None:
+    alice = api.as_user("alice")
+    created = api.client.post(
+        f"{BASE}/datasets/house-prices/versions",
+        data={"version": "v7"},
+        files=[
+            ("files", ("train.csv", b"x,y\n1,2\n", "text/csv")),
+            ("files", ("extra/notes.txt", b"hello", "text/plain")),
+        ],
+        headers=alice,
+    )
+    assert created.status_code == 201, created.text
+    assert created.json() | {"created_at": None} == {
+        "dataset": "house-prices",
+        "version": "v7",
+        "status": "imported_awaiting_release",
+        "size_bytes": 13,
+        "file_count": 2,
+        "created_at": None,
+    }
+    keys = [info.key for info in api.store.list("datasets/demo/house-prices/v7")]
+    assert keys == [
+        "datasets/demo/house-prices/v7/extra/notes.txt",
+        "datasets/demo/house-prices/v7/train.csv",
+    ]
+    published = api.client.post(f"{BASE}/datasets/house-prices/versions/v7/publish", headers=alice)
+    assert published.json()["status"] == "published"
+    dataset = api.client.get(f"{BASE}/datasets/house-prices", headers=alice).json()
+    assert [v["version"] for v in dataset["versions"]] == ["v1", "v7"]
+    deleted = api.client.delete(f"{BASE}/datasets/house-prices/versions/v7", headers=alice)
+    assert deleted.status_code == 204
+    assert api.store.list("datasets/demo/house-prices/v7") == []
+
+
+def test_an_upload_with_an_escaping_path_writes_nothing(api: Api) -> None:
+    response = api.client.post(
+        f"{BASE}/model-repositories/house-price-model/versions",
+        files=[
+            ("files", ("model.bin", b"ok", "application/octet-stream")),
+            ("files", ("../../escape.bin", b"bad", "application/octet-stream")),
+        ],
+        headers=api.as_user("alice"),
+    )
+    assert response.status_code == 422
+    assert response.json()["problems"][0]["field"] == "files.../../escape.bin"
+    versions = api.client.get(
+        f"{BASE}/model-repositories/house-price-model/versions", headers=api.as_user("alice")
+    ).json()
+    assert [v["version"] for v in versions] == list(range(1, 11))
+
+
+def test_a_model_version_is_imported_and_shown_with_its_lineage(api: Api) -> None:
+    alice = api.as_user("alice")
+    api.client.post(f"{BASE}/model-repositories", json={"name": "imported-model"}, headers=alice)
+    created = api.client.post(
+        f"{BASE}/model-repositories/imported-model/versions",
+        data={"description": "pretrained"},
+        files=[("files", ("weights/model.npz", b"\x00\x01", "application/octet-stream"))],
+        headers=alice,
+    )
+    assert created.status_code == 201, created.text
+    assert (created.json()["version"], created.json()["source"]) == (1, "imported")
+    shown = api.client.get(
+        f"{BASE}/model-repositories/imported-model/versions/1", headers=alice
+    ).json()
+    assert shown["lineage"]["imported_by"] == "alice"
+    repository = api.client.get(f"{BASE}/model-repositories/imported-model", headers=alice)
+    assert repository.json()["versions"] == [1]
+
+
+def test_caches_are_created_and_refreshed(api: Api) -> None:
+    alice = api.as_user("alice")
+    created = api.client.post(
+        f"{BASE}/caches",
+        json={"name": "http-cache", "dataset": "many", "version": "v3", "ttl_hours": 2},
+        headers=alice,
+    )
+    assert created.status_code == 201, created.text
+    assert (created.json()["status"], created.json()["version"]) == ("cached", "v3")
+    refreshed = api.client.post(f"{BASE}/caches/http-cache/refresh", json={}, headers=alice)
+    assert refreshed.status_code == 200
+    assert api.client.get(f"{BASE}/caches/stale", headers=alice).json()["status"] == "expired"
+
+
+def test_path_parameters_longer_than_any_name_answer_422(api: Api) -> None:
+    response = api.client.get(f"/api/v1/projects/{'x' * 65}", headers=api.as_user("alice"))
+    assert response.status_code == 422
+    assert response.json()["problems"][0]["field"] == "path.project"
+
+
+def test_the_openapi_document_describes_the_bodies(api: Api) -> None:
+    spec = api.client.get("/openapi.json").json()
+    body = spec["paths"]["/api/v1/tasks"]["post"]["requestBody"]["content"]["application/json"]
+    assert set(body["schema"]["required"]) == {
+        "project",
+        "name",
+        "resource_spec",
+        "algorithm",
+        "model_repository",
+    }
+    assert "$ref" not in str(body)

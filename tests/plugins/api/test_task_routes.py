@@ -1,0 +1,89 @@
+"""Training tasks over HTTP: every problem in one 422, nothing saved; check, change, copy,
+delete."""
+
+from __future__ import annotations
+
+from tests.factories import VALID_TASK
+from tests.plugins.api.conftest import Api
+
+
+def test_a_task_with_many_problems_answers_them_all_and_saves_nothing(api: Api) -> None:
+    alice = api.as_user("alice")
+    before = api.client.get("/api/v1/tasks", headers=alice).json()
+    response = api.client.post(
+        "/api/v1/tasks",
+        json=VALID_TASK
+        | {
+            "name": "http task",
+            "priority": 51,
+            "description": "a|b",
+            "node_count": 9,
+            "parameters": {"epochs": 0, "nope": 1},
+            "data_inputs": [{"dataset": "raw", "version": "v1"}],
+        },
+        headers=alice,
+    )
+    assert response.status_code == 422
+    fields = {problem["field"] for problem in response.json()["problems"]}
+    assert fields == {
+        "name",
+        "priority",
+        "description",
+        "node_count",
+        "parameters.epochs",
+        "parameters.nope",
+        "data_inputs.0",
+    }
+    assert api.client.get("/api/v1/tasks", headers=alice).json() == before
+
+
+def test_check_create_change_copy_delete(api: Api) -> None:
+    alice = api.as_user("alice")
+    document = VALID_TASK | {
+        "name": "http-task",
+        "resource_spec": "modelarts-gpu",
+        "algorithm": "image-algo",
+        "parameters": {"n": 4},
+    }
+    checked = api.client.post("/api/v1/tasks/check", json=document, headers=alice)
+    assert checked.json() == {
+        "valid": True,
+        "container_user": "ma-user",
+        "parameters": {"lr": 0.1, "optimizer": "adam", "shuffle": True, "tag": "x", "n": 4},
+        "env": {"LOG_LEVEL": "info"},
+    }
+    created = api.client.post("/api/v1/tasks", json=document, headers=alice)
+    assert created.status_code == 201, created.text
+    task = created.json()
+    assert (task["dag_id"], task["container_user"], task["last_run"]) == (
+        f"octotrain_task_{task['id']}",
+        "ma-user",
+        None,
+    )
+    changed = api.client.patch(f"/api/v1/tasks/{task['id']}", json={"priority": 9}, headers=alice)
+    assert changed.json()["priority"] == 9
+    copied = api.client.post(f"/api/v1/tasks/{task['id']}/copy", json={}, headers=alice)
+    assert (copied.status_code, copied.json()["name"]) == (201, "http-task-copy")
+    assert api.client.get(f"/api/v1/tasks/{task['id']}/runs", headers=alice).json() == []
+    for task_id in (task["id"], copied.json()["id"]):
+        assert api.client.delete(f"/api/v1/tasks/{task_id}", headers=alice).status_code == 204
+    assert api.client.get(f"/api/v1/tasks/{task['id']}", headers=alice).status_code == 404
+
+
+def test_members_create_tasks_in_their_project_only(api: Api) -> None:
+    bob = api.as_user("bob")
+    theirs = {
+        "project": "other",
+        "name": "bobs-task",
+        "resource_spec": "other-spec",
+        "algorithm": "other-algo",
+        "model_repository": "other-model",
+    }
+    assert api.client.post("/api/v1/tasks", json=theirs, headers=bob).status_code == 201
+    refused = api.client.post("/api/v1/tasks", json=VALID_TASK, headers=bob)
+    assert refused.status_code == 422
+    assert refused.json()["problems"] == [
+        {"field": "project", "rule": "project 'demo' does not exist"}
+    ]
+    listed = api.client.get("/api/v1/tasks", params={"project": "other"}, headers=bob).json()
+    assert [task["name"] for task in listed] == ["bobs-task"]

@@ -1,0 +1,66 @@
+"""The plugin inside Airflow's own api-server app: mounted under /octotrain through the
+``airflow.plugins`` entry point, behind Airflow's login (token from ``POST /auth/token``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from hooks.catalog import CatalogHook, catalog_for
+from hooks.object_store import default_object_store
+from octotrain.settings import get_settings
+from plugins.octotrain_plugin import OctotrainPlugin
+from tests.factories import seed
+
+
+@pytest.fixture
+def airflow_api_server(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, airflow_metadata_db: None
+) -> Iterator[TestClient]:
+    from airflow.api_fastapi import app as airflow_app
+
+    passwords = tmp_path / "passwords.json"
+    passwords.write_text(json.dumps({"alice": "alice-pw", "bob": "bob-pw"}))
+    monkeypatch.setenv("AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS", "alice:admin,bob:user")
+    monkeypatch.setenv("AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE", str(passwords))
+    monkeypatch.setenv("OCTOTRAIN_STATE_DIR", str(tmp_path / "state"))
+    get_settings.cache_clear()
+    catalog_for.cache_clear()
+    airflow_app.purge_cached_app()
+    app = airflow_app.create_app(apps="core")
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        yield client
+    airflow_app.purge_cached_app()
+    catalog_for.cache_clear()
+    get_settings.cache_clear()
+
+
+def login(client: TestClient, username: str, password: str) -> dict[str, str]:
+    response = client.post("/auth/token", json={"username": username, "password": password})
+    assert response.status_code in (200, 201), response.text
+    return {"Authorization": f"Bearer {response.json()['access_token']}"}
+
+
+def test_plugin_declares_its_app_under_octotrain() -> None:
+    [app] = OctotrainPlugin.fastapi_apps
+    assert app["url_prefix"] == "/octotrain"
+
+
+def test_the_api_server_serves_the_plugin_behind_airflows_login(
+    airflow_api_server: TestClient,
+) -> None:
+    client = airflow_api_server
+    CatalogHook(get_settings().catalog_url).migrate()
+    assert client.get("/octotrain/api/v1/projects").status_code == 401
+    alice = login(client, "alice", "alice-pw")
+    seed(catalog_for(get_settings().catalog_url), default_object_store())
+    projects = client.get("/octotrain/api/v1/projects", headers=alice)
+    assert projects.status_code == 200, projects.text
+    assert [project["name"] for project in projects.json()] == ["demo"]
+    bob = login(client, "bob", "bob-pw")
+    assert client.get("/octotrain/api/v1/projects", headers=bob).json() == []
+    assert client.get("/octotrain/openapi.json").json()["info"]["title"] == "Octotrain"
