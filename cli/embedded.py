@@ -15,19 +15,17 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import httpx
 from sqlalchemy import select
 
 from cli.airflow_env import ADMIN_USER, admin_password, airflow_environment, airflow_home
 from cli.demo import seed_demo
+from hooks.airflow_rest import TERMINAL_RUN_STATES, AirflowApiError, AirflowRestClient
 from hooks.catalog import CatalogHook
 from hooks.object_store import object_store_from_url
 from octotrain.catalog.models import Run
 from octotrain.contracts import dag_id_for
 from octotrain.run_layout import RunLayout
 from octotrain.settings import Settings
-
-TERMINAL_STATES = {"success", "failed"}
 
 
 class EmbeddedError(RuntimeError):
@@ -42,48 +40,12 @@ def _wait_for(what: str, check: Callable[[], Any], timeout: float, log_hint: str
             result = check()
             if result:
                 return result
-        except (httpx.HTTPError, KeyError, ValueError) as error:
+        except (AirflowApiError, KeyError, ValueError) as error:
             last_error = error
         time.sleep(2)
     raise EmbeddedError(
         f"timed out after {timeout:.0f}s waiting for {what} ({last_error}); see {log_hint}"
     )
-
-
-class AirflowApi:
-    """Just enough of Airflow's REST API v2 to run the demo."""
-
-    def __init__(self, base_url: str, password: str) -> None:
-        self.client = httpx.Client(base_url=base_url, timeout=30)
-        self.password = password
-
-    def healthy(self) -> bool:
-        return self.client.get("/api/v2/monitor/health").status_code == 200
-
-    def login(self) -> None:
-        response = self.client.post(
-            "/auth/token", json={"username": ADMIN_USER, "password": self.password}
-        )
-        response.raise_for_status()
-        self.client.headers["Authorization"] = f"Bearer {response.json()['access_token']}"
-
-    def dag_exists(self, dag_id: str) -> bool:
-        return self.client.get(f"/api/v2/dags/{dag_id}").status_code == 200
-
-    def unpause(self, dag_id: str) -> None:
-        self.client.patch(f"/api/v2/dags/{dag_id}", json={"is_paused": False}).raise_for_status()
-
-    def trigger(self, dag_id: str) -> str:
-        response = self.client.post(
-            f"/api/v2/dags/{dag_id}/dagRuns", json={"logical_date": None, "conf": {}}
-        )
-        response.raise_for_status()
-        return str(response.json()["dag_run_id"])
-
-    def run_state(self, dag_id: str, run_id: str) -> str:
-        response = self.client.get(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}")
-        response.raise_for_status()
-        return str(response.json()["state"])
 
 
 def bring_up(settings: Settings, *, port: int, echo: Callable[[str], None]) -> int:
@@ -124,7 +86,7 @@ def _run_demo(
     echo: Callable[[str], None],
 ) -> int:
     base_url = f"http://127.0.0.1:{port}"
-    api = AirflowApi(base_url, password)
+    api = AirflowRestClient(base_url)
 
     def alive(check: Callable[[], Any]) -> Callable[[], Any]:
         def guarded() -> Any:
@@ -137,7 +99,7 @@ def _run_demo(
         return guarded
 
     _wait_for("the Airflow api-server", alive(api.healthy), 600, log_hint)
-    api.login()
+    api.login(ADMIN_USER, password)
     dag_id = dag_id_for(task_id)
     _wait_for(f"DAG {dag_id} to be parsed", alive(lambda: api.dag_exists(dag_id)), 300, log_hint)
     api.unpause(dag_id)
@@ -145,7 +107,7 @@ def _run_demo(
     echo(f"triggered {dag_id} run {run_id}; waiting for it to finish ...")
     state = _wait_for(
         f"run {run_id}",
-        alive(lambda: (s := api.run_state(dag_id, run_id)) in TERMINAL_STATES and s),
+        alive(lambda: (s := api.run_state(dag_id, run_id)) in TERMINAL_RUN_STATES and s),
         900,
         log_hint,
     )

@@ -1,4 +1,5 @@
-"""The ``octotrain`` command line."""
+"""The ``octotrain`` command line: catalog and task management over the same services as the
+REST API, the demo, and the embedded default's launcher."""
 
 from __future__ import annotations
 
@@ -7,7 +8,17 @@ from typing import Annotated
 
 import typer
 
+from cli.catalog_commands import (
+    algorithms_app,
+    caches_app,
+    datasets_app,
+    projects_app,
+    repositories_app,
+    resource_specs_app,
+)
 from cli.demo import seed_demo
+from cli.output import reported
+from cli.task_commands import tasks_app
 from hooks.catalog import CatalogHook
 from hooks.object_store import object_store_from_url
 from octotrain.settings import get_settings
@@ -15,6 +26,13 @@ from octotrain.settings import get_settings
 app = typer.Typer(help="Octotrain: training tasks on Apache Airflow.", no_args_is_help=True)
 demo_app = typer.Typer(help="The demo project.", no_args_is_help=True)
 app.add_typer(demo_app, name="demo")
+app.add_typer(projects_app, name="project")
+app.add_typer(resource_specs_app, name="resource-spec")
+app.add_typer(algorithms_app, name="algorithm")
+app.add_typer(datasets_app, name="dataset")
+app.add_typer(caches_app, name="cache")
+app.add_typer(repositories_app, name="model-repository")
+app.add_typer(tasks_app, name="task")
 
 
 @app.command("init")
@@ -31,7 +49,8 @@ def demo_seed() -> None:
     settings = get_settings()
     catalog = CatalogHook(settings.catalog_url)
     catalog.migrate()
-    seed = seed_demo(catalog, object_store_from_url(settings.object_store_url))
+    with reported():
+        seed = seed_demo(catalog, object_store_from_url(settings.object_store_url))
     typer.echo(json.dumps(seed.__dict__, ensure_ascii=False))
 
 

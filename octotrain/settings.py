@@ -32,6 +32,9 @@ class Settings(BaseModel):
     runs_dir: Path
     local_code_dir: Path
     stop_grace_seconds: float = Field(gt=0)
+    airflow_api_url: str = Field(pattern=r"^https?://")
+    airflow_username: str = Field(min_length=1)
+    airflow_password: str
 
     @field_validator("object_store_url")
     @classmethod

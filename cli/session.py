@@ -1,0 +1,30 @@
+"""What every ``octotrain`` command works with: a catalog session, the object store, and the
+command's identity. The command holds the catalog's credentials itself (like ``airflow``'s own
+CLI holds the metadata DB's), so it acts as an administrator of every project."""
+
+from __future__ import annotations
+
+import getpass
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy.orm import Session
+
+from hooks.catalog import CatalogHook
+from octotrain.catalog.access import Scope
+from octotrain.settings import get_settings
+
+
+def cli_scope() -> Scope:
+    return Scope.administrator(f"cli:{getpass.getuser()}")
+
+
+@contextmanager
+def catalog_session() -> Iterator[Session]:
+    """One transaction: committed if the command succeeds, rolled back otherwise."""
+    hook = CatalogHook(get_settings().catalog_url)
+    try:
+        with hook.session() as session:
+            yield session
+    finally:
+        hook.dispose()

@@ -1,0 +1,176 @@
+"""``octotrain task …``: training tasks from YAML/JSON documents, their runs and logs."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from cli.output import FileOption, JsonOption, load_document, reported, show, show_list
+from cli.session import catalog_session, cli_scope
+from hooks.airflow_rest import TERMINAL_RUN_STATES, AirflowRestClient, wait_until
+from hooks.object_store import default_object_store
+from hooks.run_logs import RunLogs
+from octotrain.catalog.views import RunView, TaskView
+from octotrain.contracts import NodeLogNames, dag_id_for
+from octotrain.errors import NotFound
+from octotrain.run_layout import RunLayout
+from octotrain.settings import get_settings
+from octotrain.tasks import Tasks
+
+tasks_app = typer.Typer(help="Training tasks.", no_args_is_help=True)
+TaskId = Annotated[int, typer.Argument(help="The training task ID.")]
+TASK_COLUMNS = ["id", "project", "name", "node_count", "priority", "resource_spec", "algorithm",
+                "model_repository", "last_run"]  # fmt: skip
+RUN_COLUMNS = ["airflow_run_id", "state", "node_count", "started_at", "ended_at", "model_version"]
+LOG_KINDS = ("train", "init", "sidecar", "supplemental")
+
+
+@tasks_app.command("create", help="Create a task from a YAML or JSON document.")
+def create_task(
+    file: FileOption,
+    dry_run: Annotated[bool, typer.Option(help="Only judge the document.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    with reported(as_json=as_json), catalog_session() as session:
+        document = load_document(file)
+        tasks = Tasks(session, cli_scope())
+        if dry_run:
+            resolved = tasks.check(document)
+            show(
+                {
+                    "valid": True,
+                    "container_user": resolved.container_user or str(resolved.spec.run_as_uid),
+                    "parameters": resolved.parameters,
+                    "env": resolved.env,
+                },
+                as_json=as_json,
+            )
+            return
+        show(TaskView.of(tasks.create(document)), as_json=as_json)
+
+
+@tasks_app.command("list")
+def list_tasks(
+    project: Annotated[str | None, typer.Option("--project", "-p")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    with reported(as_json=as_json), catalog_session() as session:
+        views = [TaskView.of(task) for task in Tasks(session, cli_scope()).list(project)]
+        if as_json:
+            show_list(views, TASK_COLUMNS, as_json=True)
+            return
+        rows = [
+            view.model_dump(mode="json")
+            | {"last_run": view.last_run.state if view.last_run else None}
+            for view in views
+        ]
+        show_list(rows, TASK_COLUMNS, as_json=False)
+
+
+@tasks_app.command("show")
+def show_task(task_id: TaskId, as_json: JsonOption = False) -> None:
+    with reported(as_json=as_json), catalog_session() as session:
+        show(TaskView.of(Tasks(session, cli_scope()).get(task_id)), as_json=as_json)
+
+
+@tasks_app.command("update", help="Change a task: the document's fields are merged in.")
+def update_task(task_id: TaskId, file: FileOption, as_json: JsonOption = False) -> None:
+    with reported(as_json=as_json), catalog_session() as session:
+        task = Tasks(session, cli_scope()).update(task_id, load_document(file))
+        show(TaskView.of(task), as_json=as_json)
+
+
+@tasks_app.command("copy")
+def copy_task(
+    task_id: TaskId,
+    name: Annotated[str | None, typer.Option(help="The copy's name (default <name>-copy).")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    document = {} if name is None else {"name": name}
+    with reported(as_json=as_json), catalog_session() as session:
+        show(TaskView.of(Tasks(session, cli_scope()).copy(task_id, document)), as_json=as_json)
+
+
+@tasks_app.command("delete", help="Delete a task without active runs.")
+def delete_task(task_id: TaskId, as_json: JsonOption = False) -> None:
+    with reported(as_json=as_json), catalog_session() as session:
+        Tasks(session, cli_scope()).delete(task_id)
+    typer.echo(f"deleted training task {task_id}")
+
+
+@tasks_app.command("run", help="Start a run through Airflow's REST API.")
+def run_task(
+    task_id: TaskId,
+    wait: Annotated[bool, typer.Option(help="Wait until the run ends.")] = False,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for the DAG and run.")] = 900,
+    as_json: JsonOption = False,
+) -> None:
+    settings = get_settings()
+    dag_id = dag_id_for(task_id)
+    with reported(as_json=as_json):
+        with catalog_session() as session:
+            Tasks(session, cli_scope()).recheck(task_id)  # refuse before Airflow is asked
+        airflow = AirflowRestClient.from_settings(settings)
+        wait_until(f"Airflow to parse DAG {dag_id}", lambda: airflow.dag_exists(dag_id),
+                   timeout=timeout)  # fmt: skip
+        airflow.unpause(dag_id)
+        run_id = airflow.trigger(dag_id)
+        state = "queued"
+        if wait:
+            state = wait_until(
+                f"run {run_id} to end",
+                lambda: (s := airflow.run_state(dag_id, run_id)) in TERMINAL_RUN_STATES and s,
+                timeout=timeout,
+            )
+        show({"task_id": task_id, "dag_id": dag_id, "run_id": run_id, "state": state},
+             as_json=as_json)  # fmt: skip
+    if wait and state != "success":
+        raise typer.Exit(1)
+
+
+@tasks_app.command("status", help="The task and its runs as the catalog has them.")
+def task_status(task_id: TaskId, as_json: JsonOption = False) -> None:
+    with reported(as_json=as_json), catalog_session() as session:
+        tasks = Tasks(session, cli_scope())
+        task = TaskView.of(tasks.get(task_id))
+        runs = [RunView.of(run) for run in tasks.runs(task_id)]
+        if as_json:
+            show({"task": task.model_dump(mode="json"),
+                  "runs": [run.model_dump(mode="json") for run in runs]}, as_json=True)  # fmt: skip
+            return
+        typer.echo(f"task {task.id} '{task.name}' of project {task.project} ({task.dag_id})")
+        show_list(runs, RUN_COLUMNS, as_json=False)
+
+
+@tasks_app.command("logs", help="List a run's log files, or print one node's log.")
+def task_logs(
+    task_id: TaskId,
+    run: Annotated[str | None, typer.Option(help="Airflow run id (default: latest).")] = None,
+    node: Annotated[str | None, typer.Option(help="single-0, distributed-N, …")] = None,
+    kind: Annotated[str, typer.Option(help="train, init, sidecar or supplemental.")] = "train",
+    as_json: JsonOption = False,
+) -> None:
+    with reported(as_json=as_json):
+        if kind not in LOG_KINDS:
+            raise NotFound(f"no log kind '{kind}'; use one of {', '.join(LOG_KINDS)}")
+        with catalog_session() as session:
+            runs = Tasks(session, cli_scope()).runs(task_id)
+            chosen = next((r for r in reversed(runs) if run in (None, r.airflow_run_id)), None)
+            if chosen is None or not chosen.plan:
+                raise NotFound(f"training task {task_id} has no run {run or ''}".rstrip())
+            run_key, nodes = chosen.plan["run_key"], chosen.plan["node_indices"]
+        logs = RunLogs(RunLayout(get_settings().runs_dir, task_id, run_key), default_object_store())
+        if node is None:
+            files = [{"name": f.name, "size": f.size, "where": f.where} for f in logs.files()]
+            if as_json:
+                show({"run": chosen.airflow_run_id, "files": files}, as_json=True)
+            else:
+                for item in files:
+                    typer.echo(f"{item['size']:>12}  {item['name']}  ({item['where']})")
+            return
+        if node not in nodes:
+            raise NotFound(f"run {chosen.airflow_run_id} has no node {node}; it has {nodes}")
+        names = NodeLogNames(task_id=task_id, node_index=node)
+        with logs.opened(getattr(names, kind)) as path:
+            typer.echo(path.read_text(encoding="utf-8", errors="replace"), nl=False)

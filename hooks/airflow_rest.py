@@ -1,0 +1,119 @@
+"""The door to Airflow's REST API (v2), through which runs are triggered and followed from
+outside Airflow (``octotrain task run``, ``octotrain up``), as any client of Airflow would."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from octotrain.settings import Settings
+
+TERMINAL_RUN_STATES = frozenset({"success", "failed"})
+EMBEDDED_PASSWORDS = Path("airflow") / "simple_auth_manager_passwords.json"
+
+
+class AirflowApiError(RuntimeError):
+    """Airflow answered with an error (``status``), or could not be reached (``status`` 0);
+    the message says which."""
+
+    def __init__(self, message: str, *, status: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def embedded_password(settings: Settings) -> str | None:
+    """The embedded default's generated password of ``settings.airflow_username``."""
+    path = settings.state_dir / EMBEDDED_PASSWORDS
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text()).get(settings.airflow_username)
+
+
+class AirflowRestClient:
+    def __init__(self, base_url: str, *, timeout: float = 30) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.http = httpx.Client(base_url=self.base_url, timeout=timeout)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> AirflowRestClient:
+        """A client logged in as the configured user."""
+        client = cls(settings.airflow_api_url)
+        password = settings.airflow_password or embedded_password(settings)
+        if not password:
+            raise AirflowApiError(
+                f"no password for Airflow user '{settings.airflow_username}': set "
+                "OCTOTRAIN_AIRFLOW_PASSWORD"
+            )
+        client.login(settings.airflow_username, password)
+        return client
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            response = self.http.request(method, path, **kwargs)
+        except httpx.HTTPError as error:
+            raise AirflowApiError(f"cannot reach Airflow at {self.base_url}: {error}") from None
+        if response.status_code >= 400:
+            try:
+                detail = response.json().get("detail", response.text)
+            except ValueError:
+                detail = response.text
+            raise AirflowApiError(
+                f"Airflow answered {response.status_code} to {method} {path}: {detail}",
+                status=response.status_code,
+            )
+        return response
+
+    def healthy(self) -> bool:
+        try:
+            return self.http.get("/api/v2/monitor/health").status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def login(self, username: str, password: str) -> None:
+        response = self._call(
+            "POST", "/auth/token", json={"username": username, "password": password}
+        )
+        self.http.headers["Authorization"] = f"Bearer {response.json()['access_token']}"
+
+    def dag_exists(self, dag_id: str) -> bool:
+        try:
+            self._call("GET", f"/api/v2/dags/{dag_id}")
+        except AirflowApiError as error:
+            if error.status == 404:
+                return False
+            raise
+        return True
+
+    def unpause(self, dag_id: str) -> None:
+        self._call("PATCH", f"/api/v2/dags/{dag_id}", json={"is_paused": False})
+
+    def trigger(self, dag_id: str, conf: dict[str, Any] | None = None) -> str:
+        """Start a run now (``logical_date: null``: runs of a DAG without schedule need no
+        date); returns its run id."""
+        response = self._call(
+            "POST",
+            f"/api/v2/dags/{dag_id}/dagRuns",
+            json={"logical_date": None, "conf": conf or {}},
+        )
+        return str(response.json()["dag_run_id"])
+
+    def run_state(self, dag_id: str, run_id: str) -> str:
+        response = self._call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}")
+        return str(response.json()["state"])
+
+
+def wait_until(what: str, check: Callable[[], Any], *, timeout: float, every: float = 2) -> Any:
+    """Poll ``check`` until it returns something true; ``TimeoutError`` naming ``what``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(every)

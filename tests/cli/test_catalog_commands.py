@@ -1,0 +1,89 @@
+"""Catalog management from the command line: documents in, views out, refusals explained,
+exit status 1 on any refusal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cli.main import app
+from tests.cli.conftest import Cli
+
+pytestmark = pytest.mark.parametrize("catalog_url", ["sqlite"], indirect=True)
+
+
+def test_a_resource_spec_from_a_yaml_file(cli: Cli) -> None:
+    path = cli.write("spec.yaml", "name: gpu-1\ncpu: 8\nmemory_mib: 32768\ngpu_count: 1\n")
+    created = cli.json("resource-spec", "create", "-f", path, "-p", "demo")
+    assert (created["name"], created["gpu_count"], created["kind"]) == ("gpu-1", 1, "cce")
+    listed = cli("resource-spec", "list", "-p", "demo")
+    assert listed.exit_code == 0 and "gpu-1" in listed.stdout and "cpu-small" in listed.stdout
+    changed = cli.write("change.yaml", "max_nodes: 8\n")
+    assert (
+        cli.json("resource-spec", "update", "gpu-1", "-f", changed, "-p", "demo")["max_nodes"] == 8
+    )
+    assert cli("resource-spec", "delete", "gpu-1", "-p", "demo").exit_code == 0
+    missing = cli("resource-spec", "show", "gpu-1", "-p", "demo")
+    assert missing.exit_code == 1
+    assert "resource spec 'gpu-1' not found in project 'demo'" in missing.stderr
+
+
+def test_broken_rules_are_listed_one_per_line(cli: Cli) -> None:
+    path = cli.write("bad.json", '{"name": "x y", "cpu": -1, "memory_mib": 1, "extra": 1}')
+    result = cli("resource-spec", "create", "-f", path, "-p", "demo")
+    assert result.exit_code == 1
+    assert result.stderr.splitlines() == [
+        "error: 3 rule(s) broken, nothing was saved:",
+        "  name: must be 1-64 characters of Chinese or English letters, digits, '_' and '-'",
+        "  cpu: input should be greater than 0 (got -1)",
+        "  extra: is not a known field",
+    ]
+
+
+def test_documents_that_cannot_be_read_are_refused_by_name(cli: Cli) -> None:
+    result = cli("algorithm", "create", "-f", cli.root / "missing.yaml", "-p", "demo")
+    assert result.exit_code == 1 and "cannot read" in result.stderr
+    bad = cli.write("bad.yaml", "name: [unclosed\n")
+    result = cli("algorithm", "create", "-f", bad, "-p", "demo")
+    assert result.exit_code == 1 and "is not valid YAML or JSON" in result.stderr
+
+
+def test_a_dataset_version_from_a_folder_and_a_cache_of_it(cli: Cli, tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    (folder / "images").mkdir(parents=True)
+    (folder / "labels.csv").write_text("a,b\n")
+    (folder / "images" / "0.png").write_bytes(b"\x89PNG")
+    version = cli.json("dataset", "version", "import", "house-prices", "v2", "--from", folder,
+                       "-p", "demo")  # fmt: skip
+    assert (version["status"], version["file_count"]) == ("imported_awaiting_release", 2)
+    published = cli.json("dataset", "version", "publish", "house-prices", "v2", "-p", "demo")
+    assert published["status"] == "published"
+    cache = cli.write("cache.yaml", "name: hp-cache\ndataset: house-prices\nversion: v2\n")
+    assert cli.json("cache", "create", "-f", cache, "-p", "demo")["status"] == "cached"
+    assert (
+        cli.json("cache", "refresh", "hp-cache", "--ttl-hours", "2", "-p", "demo")["file_count"]
+        == 2
+    )
+    refused = cli("dataset", "version", "delete", "house-prices", "v2", "-p", "demo")
+    assert refused.exit_code == 1
+    assert "still referenced by data cache 'hp-cache'" in refused.stderr
+
+
+def test_projects_members_and_model_imports(cli: Cli, tmp_path: Path) -> None:
+    project = cli.write("project.yaml", "name: 视觉\nmax_nodes: 16\n")
+    assert cli.json("project", "create", "-f", project)["max_nodes"] == 16
+    assert cli.json("project", "member", "add", "视觉", "bob")["members"] == ["bob"]
+    assert cli.json("project", "member", "remove", "视觉", "bob")["members"] == []
+    weights = tmp_path / "model.bin"
+    weights.write_bytes(b"w" * 10)
+    imported = cli.json("model-repository", "version", "import", "house-price-model",
+                        "--from", weights, "--description", "seed", "-p", "demo")  # fmt: skip
+    assert (imported["version"], imported["size_bytes"]) == (1, 10)
+    shown = cli.json("model-repository", "version", "show", "house-price-model", "1", "-p", "demo")
+    assert shown["lineage"]["imported_by"].startswith("cli:")
+
+
+def test_the_project_option_comes_from_the_environment(cli: Cli) -> None:
+    result = cli.runner.invoke(app, ["algorithm", "list"], env={"OCTOTRAIN_PROJECT": "demo"})
+    assert result.exit_code == 0 and "linear-regression-numpy" in result.stdout

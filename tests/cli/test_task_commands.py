@@ -1,0 +1,170 @@
+"""Training tasks from the command line, and ``task run`` against a real Airflow api-server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import update
+from typer.testing import CliRunner
+
+from cli.main import app
+from hooks.catalog import CatalogHook
+from hooks.object_store import LocalFolderStore
+from octotrain.catalog.models import Run, RunState, TrainingTask
+from octotrain.settings import get_settings
+from tests.cli.conftest import Cli
+from tests.factories import seed
+from tests.live_airflow import LiveAirflow, live_airflow
+
+TASK_YAML = """\
+project: demo
+name: cli-task
+resource_spec: cpu-small
+node_count: 1
+algorithm: linear-regression-numpy
+parameters: {epochs: 3}
+model_repository: house-price-model
+data_inputs: [{dataset: house-prices, version: v1}]
+"""
+
+
+@pytest.mark.parametrize("catalog_url", ["sqlite"], indirect=True)
+def test_create_show_copy_update_delete(cli: Cli) -> None:
+    path = cli.write("task.yaml", TASK_YAML)
+    checked = cli.json("task", "create", "-f", path, "--dry-run")
+    assert checked["parameters"]["epochs"] == 3 and checked["container_user"] == "1000"
+    assert [t["name"] for t in cli.json("task", "list")] == ["演示-房价回归"]
+    created = cli.json("task", "create", "-f", path)
+    assert (created["name"], created["dag_id"]) == ("cli-task", f"octotrain_task_{created['id']}")
+    again = cli("task", "create", "-f", path)
+    assert again.exit_code == 1
+    assert "name: a task named 'cli-task' already exists in project 'demo'" in again.stderr
+    copy = cli.json("task", "copy", str(created["id"]), "--name", "cli-task-2")
+    change = cli.write("change.yaml", "priority: -5\n")
+    assert cli.json("task", "update", str(copy["id"]), "-f", change)["priority"] == -5
+    listed = cli("task", "list", "-p", "demo")
+    assert "cli-task-2" in listed.stdout
+    assert cli("task", "delete", str(copy["id"])).exit_code == 0
+    assert cli("task", "show", str(copy["id"])).exit_code == 1
+
+
+@pytest.mark.parametrize("catalog_url", ["sqlite"], indirect=True)
+def test_a_task_document_from_standard_input(cli: Cli) -> None:
+    result = cli("task", "create", "-f", "-", "--json", input=json.dumps({"project": "demo"}))
+    assert result.exit_code == 1
+    fields = {problem["field"] for problem in json.loads(result.stdout)["problems"]}
+    assert fields == {"name", "resource_spec", "algorithm", "model_repository"}
+
+
+@pytest.mark.parametrize("catalog_url", ["sqlite"], indirect=True)
+def test_status_and_logs_of_a_run(cli: Cli, catalog: CatalogHook, octotrain_env: Path) -> None:
+    with catalog.session() as session:
+        run = Run(
+            task_id=1,
+            airflow_run_id="manual__1",
+            state=RunState.FAILED,
+            node_count=2,
+            plan={"run_key": "manual__1-abc", "node_indices": ["distributed-0", "distributed-1"]},
+        )
+        session.add(run)
+    logs = octotrain_env / "runs" / "1" / "manual__1-abc" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "train-1-distributed-1.log").write_text("epoch 1 loss 0.5\n")
+    (logs / "octopus-train-1-distributed-1-supplemental.logs").write_text("exit code 3\n")
+    status = cli.json("task", "status", "1")
+    assert [r["state"] for r in status["runs"]] == ["failed"]
+    listing = cli("task", "logs", "1")
+    assert "train-1-distributed-1.log" in listing.stdout
+    shown = cli("task", "logs", "1", "--node", "distributed-1")
+    assert shown.stdout == "epoch 1 loss 0.5\n"
+    supplemental = cli("task", "logs", "1", "--node", "distributed-1", "--kind", "supplemental")
+    assert supplemental.stdout == "exit code 3\n"
+    assert cli("task", "logs", "1", "--node", "distributed-7").exit_code == 1
+    assert "no log kind 'debug'" in cli("task", "logs", "1", "--kind", "debug").stderr
+
+
+# ---- task run against a live api-server -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def airflow_with_demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveAirflow]:
+    root = tmp_path_factory.mktemp("live")
+    settings = {"OCTOTRAIN_STATE_DIR": str(root / "state")}
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in settings.items():
+            patch.setenv(key, value)
+        get_settings.cache_clear()
+        catalog = CatalogHook(get_settings().catalog_url)
+        catalog.migrate()
+        seed(catalog, LocalFolderStore(root / "state" / "objects"))
+        catalog.dispose()
+        with live_airflow(root, settings) as airflow:
+            patch.setenv("OCTOTRAIN_AIRFLOW_API_URL", airflow.url)
+            patch.setenv("OCTOTRAIN_AIRFLOW_PASSWORD", airflow.password)
+            get_settings.cache_clear()
+            yield airflow
+    get_settings.cache_clear()
+
+
+def dag_runs(airflow: LiveAirflow, dag_id: str) -> list[dict[str, object]]:
+    client = httpx.Client(base_url=airflow.url)
+    token = client.post("/auth/token", json={"username": "admin", "password": airflow.password})
+    headers = {"Authorization": f"Bearer {token.json()['access_token']}"}
+    response = client.get(f"/api/v2/dags/{dag_id}/dagRuns", headers=headers)
+    return list(response.json()["dag_runs"])
+
+
+def test_task_run_triggers_the_tasks_dag_through_airflow(airflow_with_demo: LiveAirflow) -> None:
+    runner = CliRunner()
+    result = runner.invoke(app, ["task", "run", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    started = json.loads(result.stdout)
+    assert started["dag_id"] == "octotrain_task_1" and started["state"] == "queued"
+    [run] = dag_runs(airflow_with_demo, "octotrain_task_1")
+    assert run["dag_run_id"] == started["run_id"]
+    # no scheduler runs here: waiting ends in a clear timeout and exit status 1
+    waited = runner.invoke(app, ["task", "run", "1", "--wait", "--timeout", "2"])
+    assert waited.exit_code == 1
+    assert "timed out after 2s waiting for run" in waited.stderr
+
+
+def test_task_run_refuses_a_broken_task_before_asking_airflow(
+    airflow_with_demo: LiveAirflow,
+) -> None:
+    catalog = CatalogHook(get_settings().catalog_url)
+    with catalog.session() as session:
+        task = session.get(TrainingTask, 1)
+        original = task.spec
+        task.spec = original | {"algorithm": "deleted-algorithm"}
+    before = len(dag_runs(airflow_with_demo, "octotrain_task_1"))
+    try:
+        result = CliRunner().invoke(app, ["task", "run", "1"])
+        assert result.exit_code == 1
+        assert "algorithm: algorithm 'deleted-algorithm' does not exist" in result.stderr
+        assert len(dag_runs(airflow_with_demo, "octotrain_task_1")) == before
+    finally:
+        with catalog.session() as session:
+            session.execute(
+                update(TrainingTask)
+                .where(TrainingTask.id == 1)
+                .values(
+                    spec=session.get(TrainingTask, 1).spec
+                    | {"algorithm": "linear-regression-numpy"}
+                )
+            )
+        catalog.dispose()
+
+
+def test_task_run_says_when_airflow_cannot_be_reached(
+    airflow_with_demo: LiveAirflow, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OCTOTRAIN_AIRFLOW_API_URL", "http://127.0.0.1:9")
+    get_settings.cache_clear()
+    result = CliRunner().invoke(app, ["task", "run", "1"])
+    get_settings.cache_clear()
+    assert result.exit_code == 1
+    assert "cannot reach Airflow at http://127.0.0.1:9" in result.stderr

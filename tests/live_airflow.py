@@ -1,0 +1,102 @@
+"""A real Airflow api-server for tests that talk to Airflow over HTTP: its own AIRFLOW_HOME,
+metadata DB and catalog, Octotrain's DAGs serialized, bound to 127.0.0.1 on a free port, and
+stopped (with its whole process group) when the test module is done."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from hooks.local_process import free_port
+from octotrain.settings import REPO_ROOT
+
+STARTUP_SECONDS = 120
+
+
+@dataclass(frozen=True)
+class LiveAirflow:
+    url: str
+    env: dict[str, str]
+    password: str
+    log: Path
+
+    def airflow(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "airflow", *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+
+def airflow_env(root: Path, octotrain: dict[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "OCTOTRAIN_"))}
+    return (
+        env
+        | octotrain
+        | {
+            "AIRFLOW_HOME": str(root / "airflow"),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(REPO_ROOT / "dags"),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{root / 'airflow.db'}",
+            "AIRFLOW__API_AUTH__JWT_SECRET": "live-airflow-tests-" + "0123456789abcdef" * 4,
+            "PYTHONPATH": str(REPO_ROOT),
+        }
+    )
+
+
+@contextmanager
+def live_airflow(root: Path, octotrain: dict[str, str]) -> Iterator[LiveAirflow]:
+    """Migrate, serialize the DAGs of the catalog in ``octotrain`` settings, start the server."""
+    env = airflow_env(root, octotrain)
+    port = free_port()
+    log = root / "api-server.log"
+    for step in (["db", "migrate"], ["dags", "reserialize"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "airflow", *step], env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+    with log.open("wb") as output:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "airflow", "api-server", "--host", "127.0.0.1",
+             "--port", str(port)],
+            env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, server, log)
+        passwords = root / "airflow" / "simple_auth_manager_passwords.json.generated"
+        password = json.loads(passwords.read_text())["admin"]
+        yield LiveAirflow(url=url, env=env, password=password, log=log)
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+
+
+def _wait_healthy(url: str, server: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise AssertionError(f"api-server exited: {log.read_text()[-3000:]}")
+        try:
+            if httpx.get(f"{url}/api/v2/monitor/health", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"api-server not healthy in {STARTUP_SECONDS}s: {log.read_text()[-3000:]}")
