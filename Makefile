@@ -2,7 +2,7 @@
 UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 PORT ?= 8080
 
-.PHONY: run test lint uv sync
+.PHONY: run test bench uv sync
 
 run: sync ## install from the lock file, start Airflow, run the 2-node demo, keep Airflow up
 	$(UV) run octotrain up --port $(PORT)
@@ -11,6 +11,9 @@ test: sync ## lint and run the whole test suite (SQLite and PostgreSQL)
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
 	$(UV) run pytest
+
+bench: sync ## the benchmarks of bench/, each printing ratios to a baseline of the same run
+	$(UV) run python -m bench.task_create
 
 sync: uv
 	$(UV) sync --frozen
