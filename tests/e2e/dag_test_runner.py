@@ -68,6 +68,9 @@ def run(task_id: int) -> dict[str, object]:
                 "message": run_row.message,
                 "run_key": run_row.plan.get("run_key"),
                 "model_version": run_row.model_version.version if run_row.model_version else None,
+                "lineage_inputs": [edge.via for edge in run_row.model_version.inputs]
+                if run_row.model_version
+                else [],
             }
             if run_row
             else None

@@ -96,6 +96,7 @@ def test_demo_run_succeeds_with_logs_metrics_and_a_model_version(
     assert {"launch[0]", "launch[1]"} <= set(demo["tasks"])
     assert demo["run"]["state"] == "success"
     assert demo["run"]["model_version"] == 1
+    assert demo["run"]["lineage_inputs"] == ["dataset"]  # house-prices v1, relationally
 
     folder = run_folder(root, demo)
     objects = root / "state" / "objects"
