@@ -10,7 +10,6 @@ import uuid
 from datetime import timedelta
 
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from octotrain.catalog.access import Scope
@@ -25,9 +24,9 @@ from octotrain.catalog.models import (
 )
 from octotrain.catalog.references import References
 from octotrain.catalog.transactions import on_commit
-from octotrain.catalog.uploads import fill_claimed_prefix
+from octotrain.catalog.uploads import add_with_objects, fill_claimed_prefix
 from octotrain.documents import judge_document, parse_document
-from octotrain.errors import Conflict, FieldProblem, NotFound, StillReferenced
+from octotrain.errors import FieldProblem, NotFound, StillReferenced
 from octotrain.storage import ObjectStore
 from octotrain.task_rules import USABLE_VERSION_STATUSES
 
@@ -115,14 +114,13 @@ class DataCaches:
             object_prefix=cache_prefix(project, parsed.name),
             expires_at=utcnow() + timedelta(hours=parsed.ttl_hours),
         )
-        self.session.add(cache)
-        try:
-            self.session.flush()
-        except IntegrityError:
-            raise Conflict(
-                f"data cache '{parsed.name}' was created by another request at the same time"
-            ) from None
-        self._copy(cache, source)
+        add_with_objects(
+            self.session,
+            self.store,
+            cache,
+            lambda prefix: self.store.copy_prefix(source.object_prefix, prefix),
+            taken=f"data cache '{parsed.name}' was created by another request at the same time",
+        )
         return cache
 
     def refresh(self, project: str, name: str, document: object) -> DataCache:

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from octotrain.catalog.access import Scope
@@ -18,9 +17,9 @@ from octotrain.catalog.models import Dataset, DatasetVersion, DatasetVersionStat
 from octotrain.catalog.named_objects import Datasets
 from octotrain.catalog.references import References
 from octotrain.catalog.transactions import on_commit
-from octotrain.catalog.uploads import check_files, fill_claimed_prefix, upload_files
+from octotrain.catalog.uploads import add_with_objects, check_files, upload_files
 from octotrain.documents import judge_document
-from octotrain.errors import Conflict, FieldProblem, InvalidInput, NotFound, StillReferenced
+from octotrain.errors import FieldProblem, InvalidInput, NotFound, StillReferenced
 from octotrain.storage import ObjectStore
 
 
@@ -65,22 +64,14 @@ class DatasetVersions:
             status=DatasetVersionStatus.IMPORTED_AWAITING_RELEASE,
             object_prefix=dataset_version_prefix(project, dataset, parsed.version),
         )
-        self.session.add(row)
-        try:
-            self.session.flush()
-        except IntegrityError:
-            raise Conflict(
-                f"dataset '{dataset}' version {parsed.version} was added by another request "
-                "at the same time"
-            ) from None
-        written = fill_claimed_prefix(
+        add_with_objects(
             self.session,
             self.store,
-            row.object_prefix,
-            lambda: upload_files(self.store, files, row.object_prefix),
+            row,
+            lambda prefix: upload_files(self.store, files, prefix),
+            taken=f"dataset '{dataset}' version {parsed.version} was added by another request "
+            "at the same time",
         )
-        row.size_bytes, row.file_count = written.size_bytes, written.file_count
-        self.session.flush()
         return row
 
     def publish(self, project: str, dataset: str, version: str) -> DatasetVersion:

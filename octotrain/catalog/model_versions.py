@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from sqlalchemy import func, select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from octotrain.catalog.access import Scope
@@ -26,9 +25,9 @@ from octotrain.catalog.models import (
 from octotrain.catalog.named_objects import ModelRepositories
 from octotrain.catalog.references import References
 from octotrain.catalog.transactions import on_commit
-from octotrain.catalog.uploads import check_files, fill_claimed_prefix, upload_files
+from octotrain.catalog.uploads import add_with_objects, check_files, upload_files
 from octotrain.documents import parse_document
-from octotrain.errors import Conflict, NotFound, StillReferenced
+from octotrain.errors import NotFound, StillReferenced
 from octotrain.run_layout import model_version_prefix
 from octotrain.storage import ObjectStore
 
@@ -77,22 +76,14 @@ class ModelVersions:
                 "imported_at": datetime.now(UTC).isoformat(),
             },
         )
-        self.session.add(row)
-        try:
-            self.session.flush()
-        except IntegrityError:
-            raise Conflict(
-                f"version {number} of model repository '{repository}' was taken by another "
-                "import or training at the same time; import again"
-            ) from None
-        written = fill_claimed_prefix(
+        add_with_objects(
             self.session,
             self.store,
-            row.object_prefix,
-            lambda: upload_files(self.store, files, row.object_prefix),
+            row,
+            lambda prefix: upload_files(self.store, files, prefix),
+            taken=f"version {number} of model repository '{repository}' was taken by another "
+            "import or training at the same time; import again",
         )
-        row.size_bytes, row.file_count = written.size_bytes, written.file_count
-        self.session.flush()
         return row
 
     def delete(self, project: str, repository: str, version: int) -> None:

@@ -11,11 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from octotrain.catalog.transactions import on_rollback
-from octotrain.errors import FieldProblem, InvalidInput
+from octotrain.errors import Conflict, FieldProblem, InvalidInput
 from octotrain.storage import ObjectStore
 
 MAX_FILES = 100_000
@@ -66,6 +68,31 @@ def fill_claimed_prefix(
         raise
     listed = store.list(prefix)
     return Written(size_bytes=sum(info.size for info in listed), file_count=len(listed))
+
+
+def add_with_objects(
+    session: Session,
+    store: ObjectStore,
+    row: Any,
+    write: Callable[[str], object],
+    *,
+    taken: str,
+) -> None:
+    """Add ``row`` (a version or cache with ``object_prefix``, ``size_bytes`` and
+    ``file_count``), claim it, and fill its prefix with ``write(prefix)``.
+
+    ``taken`` is the message when another request claimed the same name or number first.
+    """
+    session.add(row)
+    try:
+        session.flush()
+    except IntegrityError:
+        raise Conflict(taken) from None
+    written = fill_claimed_prefix(
+        session, store, row.object_prefix, lambda: write(row.object_prefix)
+    )
+    row.size_bytes, row.file_count = written.size_bytes, written.file_count
+    session.flush()
 
 
 def upload_files(store: ObjectStore, files: Mapping[str, Path], prefix: str) -> None:
