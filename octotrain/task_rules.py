@@ -34,15 +34,10 @@ from octotrain.catalog.models import (
     SpecKind,
     TrainingTask,
 )
-from octotrain.errors import FieldProblem, InvalidInput
+from octotrain.documents import judge_document
+from octotrain.errors import FieldProblem
 from octotrain.parameters import parameter_problem
-from octotrain.task_spec import (
-    DataRef,
-    ModelVersionRef,
-    TaskSpec,
-    parse_task_spec,
-    valid_task_fields,
-)
+from octotrain.task_spec import DataRef, ModelVersionRef, TaskSpec
 
 USABLE_VERSION_STATUSES = (
     DatasetVersionStatus.PUBLISHED,
@@ -104,46 +99,37 @@ def check_task(
 
     Raises ``InvalidInput`` listing every broken rule; writes nothing.
     """
-    if not isinstance(document, dict):
-        raise InvalidInput.one("document", f"must be an object, got {type(document).__name__}")
-    problems: list[FieldProblem] = []
-    try:
-        spec: TaskSpec | None = parse_task_spec(document)
-        fields = dict(spec)
-    except InvalidInput as error:
-        spec = None
-        problems.extend(error.problems)
-        fields = valid_task_fields(document)
-    checker = _CatalogRules(session, scope, fields, problems)
-    resolved = checker.run(current)
-    if problems or spec is None or resolved is None:
-        raise InvalidInput(problems)
-    return ResolvedTask(spec=spec, **resolved)
+    rules = _CatalogRules(session, scope, current)
+    spec = judge_document(TaskSpec, document, rules.check)
+    return ResolvedTask(spec=spec, **rules.resolved)
 
 
 class _CatalogRules:
-    """The rules that need the catalog or several fields; each checks only valid fields."""
+    """The rules that need the catalog or several fields; each checks only valid fields, so
+    that they run (and report) even when other fields of the document are invalid."""
 
-    def __init__(
-        self,
-        session: Session,
-        scope: Scope,
-        fields: dict[str, Any],
-        problems: list[FieldProblem],
-    ) -> None:
+    def __init__(self, session: Session, scope: Scope, current: TrainingTask | None) -> None:
         self.session = session
         self.scope = scope
-        self.fields = fields
-        self.problems = problems
+        self.current = current
+        self.fields: dict[str, Any] = {}
+        self.problems: list[FieldProblem] = []
+        # What the document names, found in the catalog (complete only when no problem).
+        self.resolved: dict[str, Any] = {}
 
     def fail(self, field: str, rule: str) -> None:
         self.problems.append(FieldProblem(field, rule))
 
-    def run(self, current: TrainingTask | None) -> dict[str, Any] | None:
-        project = self._project(current)
+    def check(self, fields: dict[str, Any]) -> list[FieldProblem]:
+        self.fields = fields
+        self.resolved = self._resolve() or {}
+        return self.problems
+
+    def _resolve(self) -> dict[str, Any] | None:
+        project = self._project()
         if project is None:
             return None
-        self._unique_name(project, current)
+        self._unique_name(project)
         spec = self._resource_spec(project)
         algorithm = self._algorithm(project)
         repository = self._repository(project)
@@ -169,11 +155,11 @@ class _CatalogRules:
             "input_models": input_models,
         }
 
-    def _project(self, current: TrainingTask | None) -> Project | None:
+    def _project(self) -> Project | None:
         name = self.fields.get("project")
         if name is None:
             return None
-        if current is not None and current.project.name != name:
+        if self.current is not None and self.current.project.name != name:
             self.fail("project", "cannot be changed; copy the task into the other project")
             return None
         project = self.scope.find_project(self.session, name)
@@ -181,15 +167,15 @@ class _CatalogRules:
             self.fail("project", f"project '{name}' does not exist")
         return project
 
-    def _unique_name(self, project: Project, current: TrainingTask | None) -> None:
+    def _unique_name(self, project: Project) -> None:
         name = self.fields.get("name")
         if name is None:
             return
         query = select(TrainingTask.id).where(
             TrainingTask.project_id == project.id, TrainingTask.name == name
         )
-        if current is not None:
-            query = query.where(TrainingTask.id != current.id)
+        if self.current is not None:
+            query = query.where(TrainingTask.id != self.current.id)
         if self.session.scalar(query) is not None:
             self.fail("name", f"a task named '{name}' already exists in project '{project.name}'")
 

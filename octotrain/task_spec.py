@@ -20,8 +20,6 @@ from octotrain.documents import (
     RefName,
     RefVersion,
     Scalar,
-    parse_document,
-    valid_fields,
 )
 
 MAX_DATA_INPUTS = 10
@@ -96,14 +94,3 @@ class TaskSpec(Document):
     def stored(self) -> dict[str, Any]:
         """The document as the catalog keeps it (JSON, without empty optional parts)."""
         return self.model_dump(mode="json", exclude_none=True)
-
-
-def parse_task_spec(document: object) -> TaskSpec:
-    """Validate a task document's own rules, reporting every broken one with its field path."""
-    return parse_document(TaskSpec, document)
-
-
-def valid_task_fields(document: dict[str, Any]) -> dict[str, Any]:
-    """The fields of an invalid task document that are valid on their own (see
-    ``octotrain.documents.valid_fields``)."""
-    return valid_fields(TaskSpec, document)

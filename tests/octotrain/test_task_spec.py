@@ -1,62 +1,59 @@
+"""The task document's own rules, and its JSON schema (the OpenAPI document, forms) saying
+the same as its validators."""
+
+from __future__ import annotations
+
+import re
+
 import pytest
 
+from octotrain.documents import parse_document
 from octotrain.errors import InvalidInput
-from octotrain.task_spec import parse_task_spec
+from octotrain.task_spec import DataRef, TaskSpec
 
+SCHEMA = TaskSpec.model_json_schema()
 VALID = {
     "project": "demo",
-    "name": "训练-task_1",
-    "resource_spec": "cpu-small",
-    "algorithm": "linear",
-    "model_repository": "models",
+    "name": "n",
+    "resource_spec": "s",
+    "algorithm": "a",
+    "model_repository": "m",
 }
 
 
-def problems(**changes: object) -> dict[str, str]:
-    with pytest.raises(InvalidInput) as caught:
-        parse_task_spec(VALID | changes)
-    return {problem.field: problem.rule for problem in caught.value.problems}
+@pytest.mark.parametrize(
+    "name", ["a", "A" * 64, "中文名称", "x_y-z9", "", "A" * 65, "has space", "café", "a/b"]
+)
+def test_the_schemas_name_pattern_agrees_with_the_rule(name: str) -> None:
+    pattern = re.compile(SCHEMA["properties"]["name"]["pattern"])
+    try:
+        parse_document(TaskSpec, VALID | {"name": name})
+        accepted = True
+    except InvalidInput:
+        accepted = False
+    assert bool(pattern.fullmatch(name)) is accepted
 
 
-def test_minimal_task_gets_the_manuals_defaults() -> None:
-    spec = parse_task_spec(VALID)
-    assert (spec.node_count, spec.priority, spec.run_as_uid) == (1, 0, 1000)
-    assert spec.training_kind == "regular"
+@pytest.mark.parametrize("description", ["ok, fine (1)", "x" * 256, "a|b", "tab\there", "nul\x00"])
+def test_the_schemas_description_pattern_agrees_with_the_rule(description: str) -> None:
+    schema = SCHEMA["properties"]["description"]
+    try:
+        parse_document(TaskSpec, VALID | {"description": description})
+        accepted = True
+    except InvalidInput:
+        accepted = False
+    matches = bool(re.fullmatch(schema["pattern"], description))
+    assert (matches and len(description) <= schema["maxLength"]) is accepted
 
 
-@pytest.mark.parametrize("name", ["a", "A" * 64, "中文名称", "x_y-z9"])
-def test_valid_names(name: str) -> None:
-    assert parse_task_spec(VALID | {"name": name}).name == name
+def test_a_data_input_is_a_dataset_version_or_a_cache() -> None:
+    assert DataRef(dataset="d", version="v1").label == "d_v1"
+    assert DataRef(cache="c").label == "c"
+    assert DataRef(cache="c").is_cache
 
 
-@pytest.mark.parametrize("name", ["", "A" * 65, "has space", "semi;colon", "café"])
-def test_invalid_names(name: str) -> None:
-    assert "name" in problems(name=name)
-
-
-def test_description_reports_the_forbidden_characters_found() -> None:
-    rule = problems(description="ok but @ and / here")["description"]
-    assert "found / @" in rule
-    assert "description" in problems(description="x" * 257)
-    assert parse_task_spec(VALID | {"description": "x" * 256}).description == "x" * 256
-
-
-@pytest.mark.parametrize("priority", [3.5, "10", True, 51, -51])
-def test_invalid_priorities(priority: object) -> None:
-    assert "priority" in problems(priority=priority)
-
-
-@pytest.mark.parametrize("uid", [-1, 65536, "1000"])
-def test_invalid_uids(uid: object) -> None:
-    assert "run_as_uid" in problems(run_as_uid=uid)
-
-
-def test_every_problem_is_reported_at_once() -> None:
-    found = problems(name="bad name", priority=99, node_count=0, unknown_field=1)
-    assert set(found) == {"name", "priority", "node_count", "unknown_field"}
-
-
-def test_at_most_ten_data_inputs() -> None:
-    inputs = [{"dataset": "d", "version": f"v{i}"} for i in range(11)]
-    assert "data_inputs" in problems(data_inputs=inputs)
-    assert len(parse_task_spec(VALID | {"data_inputs": inputs[:10]}).data_inputs) == 10
+def test_the_stored_document_leaves_out_absent_parts() -> None:
+    spec = parse_document(TaskSpec, VALID | {"data_inputs": [{"cache": "c"}]})
+    stored = spec.stored()
+    assert stored["data_inputs"] == [{"cache": "c"}]
+    assert parse_document(TaskSpec, stored) == spec
