@@ -83,7 +83,7 @@ def build_catalog(url: str, root: Path) -> dict[str, object]:
     """The demo project, a 64-node ModelArts spec and 20 dataset versions; returns the task."""
     from cli.demo import seed_demo
     from hooks.catalog import CatalogHook
-    from hooks.object_store import LocalFolderStore
+    from hooks.local_store import LocalFolderStore
     from octotrain.catalog.access import Scope
     from octotrain.catalog.dataset_versions import DatasetVersions
     from octotrain.catalog.named_objects import Datasets, ResourceSpecs

@@ -12,8 +12,9 @@ from sqlalchemy.orm import Session
 
 from cli.output import FileOption, JsonOption, load_document, reported, show, show_list
 from cli.session import catalog_session, cli_scope
+from hooks.catalog import CatalogHook
 from hooks.object_store import default_object_store
-from octotrain.catalog.data_caches import DataCaches
+from octotrain.catalog.data_caches import DataCaches, fill_waiting_caches
 from octotrain.catalog.dataset_versions import DatasetVersions
 from octotrain.catalog.model_versions import ModelVersions
 from octotrain.catalog.named_objects import (
@@ -34,6 +35,7 @@ from octotrain.catalog.views import (
     ProjectView,
     ResourceSpecView,
 )
+from octotrain.settings import get_settings
 
 Project = Annotated[
     str, typer.Option("--project", "-p", envvar="OCTOTRAIN_PROJECT", help="The project.")
@@ -259,14 +261,30 @@ def show_cache(name: Name, project: Project, as_json: JsonOption = False) -> Non
         show(DataCacheView.of(_caches(session).get(project, name)), as_json=as_json)
 
 
-@caches_app.command("create", help="Cache a dataset version (name, dataset, version, ttl_hours).")
+@caches_app.command(
+    "create", help="Ask for a cache of a dataset version (name, dataset, version, ttl_hours)."
+)
 def create_cache(file: FileOption, project: Project, as_json: JsonOption = False) -> None:
     with reported(as_json=as_json), catalog_session() as session:
         row = _caches(session).create(project, load_document(file))
         show(DataCacheView.of(row), as_json=as_json)
 
 
-@caches_app.command("refresh", help="Copy the dataset version again; restart the expiry.")
+@caches_app.command(
+    "fill", help="Run the data-cache job here: copy every cache that is caching or to refresh."
+)
+def fill_caches(as_json: JsonOption = False) -> None:
+    settings = get_settings()
+    hook = CatalogHook(settings.catalog_url)
+    try:
+        with reported(as_json=as_json):
+            filled = fill_waiting_caches(hook.session, default_object_store())
+            show_list(filled, [*CACHE_COLUMNS, "message"], as_json=as_json)
+    finally:
+        hook.dispose()
+
+
+@caches_app.command("refresh", help="Ask for a new copy; the copy in use stays usable.")
 def refresh_cache(
     name: Name,
     project: Project,

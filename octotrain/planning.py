@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from octotrain.catalog.access import Scope
 from octotrain.catalog.models import TrainingTask
 from octotrain.contracts import node_indices
+from octotrain.secrets import masked
 from octotrain.task_rules import StagedInput, check_task
 
 # The catalog's own identity when a run re-checks its task (runs are not user requests).
@@ -52,6 +53,14 @@ class RunPlan(BaseModel):
     @property
     def world_size(self) -> int:
         return len(self.node_indices)
+
+    def shown(self) -> dict[str, Any]:
+        """The plan as the catalog keeps it for people: secrets masked (the running stages
+        get the real values through Airflow)."""
+        document = self.model_dump(mode="json")
+        document["env"] = masked(document["env"])
+        document["parameters"] = masked(document["parameters"])
+        return document
 
 
 def run_key(run_id: str) -> str:
@@ -98,7 +107,8 @@ def build_run_plan(
             "run_id": run_id,
             "triggered_by": triggered_by,
             "algorithm": {"name": algorithm.name, "image": algorithm.image},
-            "parameters": resolved.parameters,
+            "parameters": masked(resolved.parameters),
+            "env": masked(resolved.env),
             "resource_spec": resolved.resource_spec.name,
             "node_count": spec.node_count,
             "data_inputs": [

@@ -7,7 +7,9 @@ Local folder of a run (``<runs_dir>/<task id>/<run key>/``)::
     outcomes/<node index>.json  how each node ended, written by its launch
     ABORT                       raised when one node fails: every other node stops
 
-Object store: ``runs/<task id>/<run key>/logs/…`` and ``…/metrics/<node index>/…``.
+Object store: ``runs/<task id>/<run key>/logs/…`` and ``…/metrics/<node index>/…``; model
+versions under ``models/<project>/<repository>/``: ``runs/<run key>/`` archived by a run,
+``<n>/`` imported.
 """
 
 from __future__ import annotations
@@ -63,11 +65,12 @@ class RunLayout:
             return None
 
 
-def model_version_prefix(project: str, repository: str, version: int) -> str:
+def model_import_prefix(project: str, repository: str, version: int) -> str:
+    """Where an imported model version's files are (its number is taken before the upload)."""
     return f"models/{project}/{repository}/{version}"
 
 
-def model_staging_prefix(project: str, repository: str, run_key: str) -> str:
-    """Where an archive uploads before its version exists (outside ``models/``, so that a
-    listing of a repository never shows a half-archived version)."""
-    return f"staging/models/{project}/{repository}/{run_key}"
+def model_run_prefix(project: str, repository: str, run_key: str) -> str:
+    """Where a run archives its model; the version's row points here once it is complete
+    (a version exists only as its row, so a half-uploaded prefix is never one)."""
+    return f"models/{project}/{repository}/runs/{run_key}"

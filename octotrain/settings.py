@@ -32,6 +32,11 @@ class Settings(BaseModel):
     runs_dir: Path
     local_code_dir: Path
     stop_grace_seconds: float = Field(gt=0)
+    node_cache_dir: Path
+    node_cache_max_gb: float = Field(gt=0)
+    mounts_root: str
+    object_store_attempts: int = Field(ge=1, le=20)
+    object_store_retry_wait_seconds: float = Field(gt=0, le=60)
     airflow_api_url: str = Field(pattern=r"^https?://")
     airflow_username: str = Field(min_length=1)
     airflow_password: str
@@ -63,7 +68,7 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         for key, value in raw.items()
     }
     expanded["state_dir"] = state_dir
-    for key in ("runs_dir", "local_code_dir"):
+    for key in ("runs_dir", "local_code_dir", "node_cache_dir"):
         expanded[key] = _resolve_path(str(expanded[key])).resolve()
     object_store = str(expanded["object_store_url"])
     if object_store.startswith("file://"):

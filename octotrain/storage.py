@@ -1,15 +1,21 @@
-"""The object-store interface the domain relies on; its backends are in ``hooks/object_store``.
+"""The object-store interface the domain relies on; its backends are in ``hooks/``.
 
-Keys are ``/``-separated paths (``datasets/demo/iris/v1/train.csv``). The catalog services take
-a store as an argument (they upload imported files and copy dataset versions into caches), so
-they depend on this interface only, never on a backend.
+Keys are ``/``-separated paths (``datasets/demo/iris/v1/train.csv``). Every transfer computes
+the SHA-256 of the bytes as they pass (``ObjectInfo.sha256``), so that checksums are recorded
+when objects are written (in the catalog's manifests) and verified when they are read, without
+reading anything twice. The catalog services take a store as an argument, so they depend on
+this interface only, never on a backend.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Protocol
+
+# Called with the number of bytes moved since the last call, as a transfer goes on.
+Progress = Callable[[int], None]
 
 
 @dataclass(frozen=True)
@@ -17,20 +23,58 @@ class ObjectInfo:
     key: str
     size: int
     modified: float
+    # The SHA-256 of the content, when this operation moved the bytes (put, get); "" in
+    # listings, which do not read content.
+    sha256: str = ""
 
 
 class ObjectStoreError(RuntimeError):
     """The object store refused or failed an operation; the message names the key."""
 
 
+class ObjectNotFound(ObjectStoreError):
+    """No object has this key."""
+
+
+class ChecksumMismatch(ObjectStoreError):
+    """What was read is not what was recorded; the corrupt copy has been removed."""
+
+
+class ObjectStoreUnavailable(ObjectStoreError):
+    """The store could not be reached, even after retrying with backoff."""
+
+
 class ObjectStore(Protocol):
     url: str
 
-    def put_file(self, key: str, source: Path) -> ObjectInfo: ...
-    def get_file(self, key: str, destination: Path) -> None: ...
+    def put_file(self, key: str, source: Path) -> ObjectInfo:
+        """Upload ``source`` as ``key``; readers never see a partial object."""
+        ...
+
+    def get_file(
+        self,
+        key: str,
+        destination: Path,
+        *,
+        sha256: str | None = None,
+        progress: Progress | None = None,
+    ) -> ObjectInfo:
+        """Download ``key`` to ``destination``; with ``sha256``, a copy whose content differs is
+        removed and ``ChecksumMismatch`` raised."""
+        ...
+
     def list(self, prefix: str) -> list[ObjectInfo]: ...
+
     def delete_prefix(self, prefix: str) -> int: ...
-    def copy_prefix(self, source: str, destination: str) -> int: ...
+
+    def copy_prefix(self, source: str, destination: str) -> int:
+        """Copy every object under ``source`` inside the store (no download)."""
+        ...
+
+    def local_path(self, prefix: str) -> Path | None:
+        """A file-system path where the objects under ``prefix`` can be read in place (a local
+        folder store), or None when the store is remote."""
+        ...
 
 
 def validate_key(key: str) -> str:
@@ -44,3 +88,13 @@ def validate_key(key: str) -> str:
 def prefix_of(prefix: str) -> str:
     """``prefix`` as a folder-like key prefix ending in ``/``."""
     return validate_key(prefix.rstrip("/")) + "/"
+
+
+def checked_digest(key: str, expected: str | None, actual: str, copy: Path) -> None:
+    """Raise ``ChecksumMismatch`` (after removing ``copy``) unless ``actual`` is ``expected``."""
+    if expected is not None and expected != actual:
+        copy.unlink(missing_ok=True)
+        raise ChecksumMismatch(
+            f"{key}: its content has SHA-256 {actual}, but {expected} was recorded; "
+            "the corrupt copy was removed"
+        )

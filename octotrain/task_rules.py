@@ -59,6 +59,7 @@ class StagedInput(BaseModel):
     size_bytes: int = 0
     dataset_version_id: int | None = None
     model_version_id: int | None = None
+    cache_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -359,6 +360,7 @@ class _CatalogRules:
             kind="cache",
             size_bytes=cache.size_bytes,
             dataset_version_id=cache.dataset_version_id,
+            cache_id=cache.id,
         )
 
     def _mounts(

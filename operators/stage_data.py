@@ -1,25 +1,37 @@
-"""``stage_data``: bring each node its data inputs and input models before it starts.
+"""``stage_data``: bring each node its inputs before it starts.
 
-Every node gets its own copy (as every pod's init container does on its own disk), and its own
-``train-{id}-{index}-init.log`` that says what was staged, how much and how fast. The three
-always-present log files of every node are created here, so the log contract holds even when
-staging fails.
+Data inputs go to ``DATASET/<name>`` and input models to ``MODEL`` (one version: its files;
+several: one folder each), through the node cache, verified against their manifests; resource
+mounts appear under ``MOUNTS/<name>`` without a download. Every node gets its own
+``train-{id}-{index}-init.log`` saying what was staged, how much and how fast, or why it could
+not be. The three always-present log files of every node are created here, so the log contract
+holds even when staging fails.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowFailException
 
-from hooks.object_store import default_object_store, download_prefix
-from octotrain.planning import RunPlan, StagedInput
+from hooks.catalog import default_catalog
+from hooks.mounts import MountUnavailable, expose_mount
+from hooks.node_cache import DiskTooSmall, NodeCache
+from hooks.object_store import default_object_store
+from hooks.staging import stage_node
+from octotrain.input_sources import StageSource, current_sources
+from octotrain.planning import RunPlan
 from octotrain.run_layout import RunLayout
+from octotrain.settings import get_settings
 from octotrain.storage import ObjectStore, ObjectStoreError
 from operators.training_stage import TrainingStageOperator
+
+GIB = 1024**3
+STAGING_ERRORS = (ObjectStoreError, DiskTooSmall, MountUnavailable)
 
 
 class StageDataOperator(TrainingStageOperator):
@@ -28,61 +40,74 @@ class StageDataOperator(TrainingStageOperator):
     def execute(self, context: Context) -> None:
         plan = self.run_plan(context)
         layout = self.layout(plan)
-        store = default_object_store()
         layout.logs_dir.mkdir(parents=True, exist_ok=True)
+        for node_index in plan.node_indices:
+            for name in layout.log_names(node_index).always():
+                layout.log_path(name).touch()
+        with default_catalog().session() as session:
+            data, gone_data = current_sources(session, plan.data_inputs)
+            models, gone_models = current_sources(session, plan.input_models)
+            mounts, gone_mounts = current_sources(session, plan.mounts)
+        gone = gone_data + gone_models + gone_mounts
+        settings = get_settings()
+        store = default_object_store()
+        cache = NodeCache(settings.node_cache_dir, max_bytes=int(settings.node_cache_max_gb * GIB))
+        mounts_root = Path(settings.mounts_root) if settings.mounts_root else None
         failures = []
         for node_index in plan.node_indices:
-            names = layout.log_names(node_index)
-            for name in names.always():
-                layout.log_path(name).touch()
-            try:
-                stage_node(store, plan, layout, node_index, layout.log_path(names.init))
-            except ObjectStoreError as error:
-                failures.append(f"{node_index}: {error}")
+            with init_log(layout, node_index) as note:
+                note(f"preparing node {node_index} of task {plan.task_id} run {plan.run_id}")
+                for problem in gone:
+                    note(f"ERROR {problem}")
+                if gone:
+                    failures.append(f"{node_index}: {'; '.join(gone)}")
+                    continue
+                try:
+                    stage_one_node(
+                        store, cache, plan, layout, node_index, (data, models, mounts),
+                        mounts_root, note,
+                    )  # fmt: skip
+                except STAGING_ERRORS as error:
+                    note(f"ERROR staging failed: {error}")
+                    failures.append(f"{node_index}: {error}")
         if failures:
             raise AirflowFailException("staging failed: " + "; ".join(failures))
 
 
-def stage_node(
-    store: ObjectStore, plan: RunPlan, layout: RunLayout, node_index: str, init_log: Path
+def stage_one_node(
+    store: ObjectStore,
+    cache: NodeCache,
+    plan: RunPlan,
+    layout: RunLayout,
+    node_index: str,
+    sources: tuple[list[StageSource], list[StageSource], list[StageSource]],
+    mounts_root: Path | None,
+    note: Callable[[str], None],
 ) -> None:
-    """Stage every input of one node, recording each step in its init log."""
+    """Stage every input of one node and expose its mounts."""
+    data, models, mounts = sources
     folders = layout.node_folders(node_index)
     folders.create()
-    with init_log.open("a", encoding="utf-8") as log:
+    inputs = [(source, folders.dataset / source.name) for source in data]
+    # One input version: its files are MODEL itself; several: one sub-folder each.
+    inputs += [
+        (source, folders.model if len(models) == 1 else folders.model / source.name)
+        for source in models
+    ]
+    stage_node(store, cache, inputs, note)
+    for source in mounts:
+        path = expose_mount(store, source.object_prefix, folders.mounts / source.name, mounts_root)
+        note(f"mounted {source.name} read-only at {path} (no download)")
+    note(f"data preparation finished for node {node_index}")
+
+
+@contextmanager
+def init_log(layout: RunLayout, node_index: str) -> Iterator[Callable[[str], None]]:
+    path = layout.log_path(layout.log_names(node_index).init)
+    with path.open("a", encoding="utf-8") as log:
 
         def note(message: str) -> None:
             log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} {message}\n")
             log.flush()
 
-        note(f"preparing node {node_index} of task {plan.task_id} run {plan.run_id}")
-        model_root = folders.model
-        for item in plan.input_models:
-            # One input version: its files are MODEL itself; several: one sub-folder each.
-            target = model_root if len(plan.input_models) == 1 else model_root / item.name
-            _stage_one(store, item, target, note)
-        for item in plan.data_inputs:
-            _stage_one(store, item, folders.dataset / item.name, note)
-        note(f"data preparation finished for node {node_index}")
-
-
-def _stage_one(
-    store: ObjectStore, item: StagedInput, target: Path, note: Callable[[str], None]
-) -> None:
-    note(f"staging {item.kind} {item.name} from {item.object_prefix}/ into {target}")
-    started = time.monotonic()
-    try:
-        objects = download_prefix(store, item.object_prefix, target)
-    except ObjectStoreError as error:
-        note(f"ERROR staging {item.name}: {error}")
-        raise
-    if not objects:
-        message = f"{item.kind} {item.name} has no files at {item.object_prefix}/"
-        note(f"ERROR {message}")
-        raise ObjectStoreError(message)
-    size = sum(info.size for info in objects)
-    seconds = max(time.monotonic() - started, 1e-6)
-    note(
-        f"staged {item.name}: {len(objects)} files, {size} bytes in {seconds:.2f}s "
-        f"({size / seconds / 1e6:.1f} MB/s)"
-    )
+        yield note

@@ -60,7 +60,7 @@ class ValidateTaskOperator(TrainingStageOperator):
                 session.add(run)
             run.state = RunState.FAILED if error else RunState.RUNNING
             run.message = f"validation failed: {error}" if error else ""
-            run.plan = plan.model_dump(mode="json") if plan else {}
+            run.plan = plan.shown() if plan else {}
             session.flush()
             run_row_id = run.id
         if error is not None:

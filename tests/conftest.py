@@ -25,7 +25,7 @@ import sqlalchemy  # noqa: E402
 from sqlalchemy.orm import Session  # noqa: E402
 
 from hooks.catalog import CatalogHook  # noqa: E402
-from hooks.object_store import LocalFolderStore  # noqa: E402
+from hooks.local_store import LocalFolderStore  # noqa: E402
 from octotrain.settings import get_settings  # noqa: E402
 from tests.factories import build_rule_catalog  # noqa: E402
 
@@ -101,8 +101,10 @@ def rule_session(rule_catalog: tuple[CatalogHook, LocalFolderStore]) -> Iterator
         try:
             yield session
         finally:
+            session.rollback()  # also runs the object-store cleanups of what the test wrote
             session.close()
-            transaction.rollback()
+            if transaction.is_active:
+                transaction.rollback()
 
 
 @pytest.fixture
@@ -116,6 +118,47 @@ def catalog(catalog_url: str) -> Iterator[CatalogHook]:
 @pytest.fixture
 def store(tmp_path: Path) -> LocalFolderStore:
     return LocalFolderStore(tmp_path / "objects")
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[str]:
+    """An S3-compatible server (moto) on 127.0.0.1, with an Airflow connection ``moto_test``
+    pointing at it; yields its URL."""
+    import json
+    import logging
+
+    from moto.server import ThreadedMotoServer
+
+    from hooks.local_process import free_port
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    url = f"http://127.0.0.1:{port}"
+    os.environ["AIRFLOW_CONN_MOTO_TEST"] = json.dumps(
+        {"conn_type": "aws", "login": "test", "password": "test-secret",
+         "extra": {"endpoint_url": url}}
+    )  # fmt: skip
+    yield url
+    server.stop()
+
+
+@pytest.fixture
+def s3_bucket(s3_server: str) -> str:
+    """A new, empty bucket on the S3 server; yields its object-store URL."""
+    import boto3
+
+    name = f"octotrain-{uuid.uuid4().hex[:12]}"
+    client = boto3.client(
+        "s3",
+        endpoint_url=s3_server,
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test-secret",
+    )
+    client.create_bucket(Bucket=name)
+    return f"s3://{name}/octotrain?conn_id=moto_test"
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from cli.demo import DemoSeed, seed_demo
 from hooks.catalog import CatalogHook
 from octotrain.catalog.access import Scope
-from octotrain.catalog.data_caches import DataCaches
+from octotrain.catalog.data_caches import DataCaches, fill_cache
 from octotrain.catalog.dataset_versions import DatasetVersions
 from octotrain.catalog.model_versions import ModelVersions
 from octotrain.catalog.models import (
@@ -147,7 +147,10 @@ def build_rule_catalog(catalog: CatalogHook, store: ObjectStore, scratch: Path) 
         versions.publish("demo", "images", "v1")
         caches = DataCaches(session, ADMIN, store)
         for name in ("hot", "stale", "broken"):
-            caches.create("demo", {"name": name, "dataset": "house-prices", "version": "v1"})
+            cache = caches.create(
+                "demo", {"name": name, "dataset": "house-prices", "version": "v1"}
+            )
+            fill_cache(session, store, cache.id)
         repositories = ModelRepositories(session, ADMIN, store)
         repositories.create("demo", {"name": "broken-model"})
         models = ModelVersions(session, ADMIN, store)

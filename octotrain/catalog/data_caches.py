@@ -1,33 +1,33 @@
 """Data caches: pre-staged copies of a dataset version, with an expiry.
 
-A cache is ``cached`` until it expires and ``expired`` after; both may be used as a data input
-(the manual). Refreshing copies the dataset version again and restarts the expiry.
+Creating a cache (or asking for a refresh) records the request; the data-cache job
+(``dags/data_caches.py``, or ``octotrain cache fill``) does the copying, which may take long for
+large datasets. A cache is ``caching`` until its first copy is complete, then ``cached`` until
+it expires and ``expired`` after; both may be used as a data input (the manual). A failed first
+copy makes it ``failed``, with the reason.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from datetime import timedelta
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from octotrain.catalog.access import Scope
-from octotrain.catalog.documents import DEFAULT_TTL_HOURS, CacheRefreshDocument, DataCacheDocument
-from octotrain.catalog.models import (
-    CacheStatus,
-    DataCache,
-    Dataset,
-    DatasetVersion,
-    as_utc,
-    utcnow,
-)
+from octotrain.catalog.documents import CacheRefreshDocument, DataCacheDocument
+from octotrain.catalog.models import CacheStatus, DataCache, Dataset, DatasetVersion, utcnow
 from octotrain.catalog.references import References
-from octotrain.catalog.transactions import on_commit
-from octotrain.catalog.uploads import add_with_objects, fill_claimed_prefix
+from octotrain.catalog.transactions import on_commit, on_rollback
+from octotrain.catalog.views import DataCacheView
 from octotrain.documents import judge_document, parse_document
-from octotrain.errors import FieldProblem, NotFound, StillReferenced
-from octotrain.storage import ObjectStore
+from octotrain.errors import Conflict, FieldProblem, NotFound, StillReferenced
+from octotrain.manifests import Manifest
+from octotrain.storage import ObjectStore, ObjectStoreError
 from octotrain.task_rules import USABLE_VERSION_STATUSES
 
 
@@ -61,7 +61,7 @@ class DataCaches:
         return cache
 
     def create(self, project: str, document: object) -> DataCache:
-        """Copy the dataset version into a new cache (a failed copy leaves no cache)."""
+        """Record a new cache of a dataset version, ``caching`` until the job has filled it."""
         found = self.scope.project(self.session, project)
         sources: dict[str, DatasetVersion] = {}
 
@@ -105,41 +105,35 @@ class DataCaches:
             return problems
 
         parsed = judge_document(DataCacheDocument, document, rules)
-        source = sources["version"]
         cache = DataCache(
             project_id=found.id,
             name=parsed.name,
-            dataset_version_id=source.id,
-            status=CacheStatus.CACHED,
-            object_prefix=cache_prefix(project, parsed.name),
-            expires_at=utcnow() + timedelta(hours=parsed.ttl_hours),
+            dataset_version_id=sources["version"].id,
+            status=CacheStatus.CACHING,
+            object_prefix="",
+            ttl_hours=parsed.ttl_hours,
         )
-        add_with_objects(
-            self.session,
-            self.store,
-            cache,
-            lambda prefix: self.store.copy_prefix(source.object_prefix, prefix),
-            taken=f"data cache '{parsed.name}' was created by another request at the same time",
-        )
+        self.session.add(cache)
+        try:
+            self.session.flush()
+        except IntegrityError:
+            raise Conflict(
+                f"data cache '{parsed.name}' was created by another request at the same time"
+            ) from None
         return cache
 
     def refresh(self, project: str, name: str, document: object) -> DataCache:
-        """Copy the dataset version again and restart the expiry (of the document's
-        ``ttl_hours``, or of the cache's previous lifetime)."""
+        """Ask the data-cache job to copy the dataset version again (with the document's
+        ``ttl_hours``, or the cache's own). The copy in use stays usable meanwhile; a cache
+        whose fill failed is filled anew."""
         cache = self.get(project, name)
         parsed = parse_document(CacheRefreshDocument, document)
         if parsed.ttl_hours is not None:
-            lifetime = timedelta(hours=parsed.ttl_hours)
-        elif cache.expires_at is not None:
-            lifetime = as_utc(cache.expires_at) - as_utc(cache.created_at)
+            cache.ttl_hours = parsed.ttl_hours
+        if cache.status == CacheStatus.FAILED:
+            cache.status = CacheStatus.CACHING
         else:
-            lifetime = timedelta(hours=DEFAULT_TTL_HOURS)
-        previous = cache.object_prefix
-        cache.object_prefix = cache_prefix(project, name)
-        self._copy(cache, cache.dataset_version)
-        on_commit(self.session, lambda: self.store.delete_prefix(previous))
-        cache.status = CacheStatus.CACHED
-        cache.expires_at = utcnow() + lifetime
+            cache.refresh_requested = True
         self.session.flush()
         return cache
 
@@ -151,14 +145,89 @@ class DataCaches:
         prefix = cache.object_prefix
         self.session.delete(cache)
         self.session.flush()
-        on_commit(self.session, lambda: self.store.delete_prefix(prefix))
+        if prefix:
+            on_commit(self.session, lambda: self.store.delete_prefix(prefix))
 
-    def _copy(self, cache: DataCache, source: DatasetVersion) -> None:
-        written = fill_claimed_prefix(
-            self.session,
-            self.store,
-            cache.object_prefix,
-            lambda: self.store.copy_prefix(source.object_prefix, cache.object_prefix),
+
+def waiting_caches(session: Session) -> list[int]:
+    """The ids of the caches the data-cache job has to fill: new, or asked to refresh."""
+    return list(
+        session.scalars(
+            select(DataCache.id)
+            .where((DataCache.status == CacheStatus.CACHING) | DataCache.refresh_requested)
+            .order_by(DataCache.id)
         )
-        cache.size_bytes, cache.file_count = written.size_bytes, written.file_count
-        self.session.flush()
+    )
+
+
+def fill_cache(session: Session, store: ObjectStore, cache_id: int) -> DataCache:
+    """The data-cache job's step for one cache: copy its dataset version into a fresh prefix,
+    check every file against the version's manifest, then switch the cache to the copy.
+
+    A failure leaves the copy in use (if any) untouched, removes the partial one, and is
+    recorded on the cache (``failed`` if it had no copy yet); it is not raised, so that the
+    job goes on with the other caches.
+    """
+    cache = session.get(DataCache, cache_id)
+    if cache is None:
+        raise NotFound(f"data cache {cache_id} not found")
+    source = cache.dataset_version
+    fresh = cache_prefix(cache.project.name, cache.name)
+    try:
+        store.copy_prefix(source.object_prefix, fresh)
+        _check_copy(store, fresh, source.manifest)
+    except (ObjectStoreError, ValueError) as error:
+        store.delete_prefix(fresh)
+        cache.message = f"copying dataset version {source.version} failed: {error}"
+        cache.refresh_requested = False
+        if not cache.object_prefix:
+            cache.status = CacheStatus.FAILED
+        session.flush()
+        return cache
+    previous = cache.object_prefix
+    on_rollback(session, lambda: store.delete_prefix(fresh))
+    if previous:
+        on_commit(session, lambda: store.delete_prefix(previous))
+    cache.object_prefix = fresh
+    cache.record(source.manifest or _listed_manifest(store, fresh))
+    cache.status = CacheStatus.CACHED
+    cache.expires_at = utcnow() + timedelta(hours=cache.ttl_hours)
+    cache.refresh_requested = False
+    cache.message = ""
+    session.flush()
+    return cache
+
+
+def _check_copy(store: ObjectStore, prefix: str, manifest: Manifest) -> None:
+    """Every file of ``manifest`` is in the copy with its size (the copy was made inside the
+    store, which checks the bytes it moves; sizes catch a copy cut short)."""
+    if not manifest:
+        return
+    copied = {info.key[len(prefix) + 1 :]: info.size for info in store.list(prefix)}
+    expected = {path: int(entry["size"]) for path, entry in manifest.items()}
+    if copied != expected:
+        missing = sorted(set(expected) - set(copied))
+        wrong = sorted(p for p in expected.keys() & copied.keys() if expected[p] != copied[p])
+        raise ValueError(f"the copy differs from the version: missing {missing}, sizes {wrong}")
+
+
+def _listed_manifest(store: ObjectStore, prefix: str) -> Manifest:
+    """For versions imported before manifests were recorded: sizes only, no checksums."""
+    return {
+        info.key[len(prefix) + 1 :]: {"size": info.size, "sha256": ""}
+        for info in store.list(prefix)
+    }
+
+
+def fill_waiting_caches(
+    sessions: Callable[[], AbstractContextManager[Session]], store: ObjectStore
+) -> list[DataCacheView]:
+    """The data-cache job: fill every waiting cache, each in a transaction of its own (one
+    cache's failure, recorded on it, does not undo the others); return how each ended."""
+    with sessions() as session:
+        waiting = waiting_caches(session)
+    done = []
+    for cache_id in waiting:
+        with sessions() as session:
+            done.append(DataCacheView.of(fill_cache(session, store, cache_id)))
+    return done

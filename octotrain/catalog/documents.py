@@ -16,11 +16,13 @@ from pydantic import (
     StrictInt,
     StrictStr,
     field_validator,
+    model_validator,
 )
 
 from octotrain.catalog.models import AlgorithmType, AnnotationStatus, SpecKind
 from octotrain.contracts import PLATFORM_ENV_NAMES
 from octotrain.documents import Description, Document, Name, PlainText, RefName, RefVersion
+from octotrain.mount_volumes import mount_volumes
 from octotrain.parameters import ParameterDeclaration
 from octotrain.task_spec import MAX_NODES
 
@@ -87,6 +89,20 @@ class ResourceSpecDocument(Document):
     gpu_count: StrictInt = Field(default=0, ge=0, le=64)
     gpu_type: PlainText = Field(default="", max_length=64)
     max_nodes: StrictInt = Field(default=1, ge=1, le=MAX_NODES)
+    # ModelArts specs on Kubernetes: a volume of config/mount_volumes.toml for resource mounts.
+    mount_volume: StrictStr = Field(default="", max_length=64)
+
+    @model_validator(mode="after")
+    def _known_mount_volume(self) -> Self:
+        if self.mount_volume and self.mount_volume not in mount_volumes():
+            known = ", ".join(sorted(mount_volumes())) or "none"
+            raise ValueError(
+                f"mount_volume '{self.mount_volume}' is not in config/mount_volumes.toml "
+                f"(it has: {known})"
+            )
+        if self.mount_volume and self.kind != SpecKind.MODELARTS:
+            raise ValueError("mount_volume is only for ModelArts-type specs (resource mounts)")
+        return self
 
 
 class AlgorithmDocument(Document):

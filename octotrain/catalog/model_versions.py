@@ -28,7 +28,7 @@ from octotrain.catalog.transactions import on_commit
 from octotrain.catalog.uploads import add_with_objects, check_files, upload_files
 from octotrain.documents import parse_document
 from octotrain.errors import NotFound, StillReferenced
-from octotrain.run_layout import model_version_prefix
+from octotrain.run_layout import model_import_prefix
 from octotrain.storage import ObjectStore
 
 
@@ -70,7 +70,7 @@ class ModelVersions:
             status=ModelVersionStatus.COMPLETE,
             source=ModelVersionSource.IMPORTED,
             description=parsed.description,
-            object_prefix=model_version_prefix(project, repository, number),
+            object_prefix=model_import_prefix(project, repository, number),
             lineage={
                 "imported_by": self.scope.username,
                 "imported_at": datetime.now(UTC).isoformat(),

@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     CheckConstraint,
     DateTime,
     Enum,
@@ -26,6 +27,8 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+from octotrain.manifests import content_digest, total_size
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -111,6 +114,25 @@ class RunState(enum.StrEnum):
     STOPPED = "stopped"
 
 
+class StoredFiles:
+    """The files of a dataset version, data cache or model version in the object store: their
+    prefix, and the manifest recorded when they were written ({relative path: {"size",
+    "sha256"}}), against which every download is verified. ``content_digest`` (over the
+    manifest) identifies the content itself, e.g. for a node's local cache."""
+
+    object_prefix: Mapped[str] = mapped_column(String(512))
+    size_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+    file_count: Mapped[int] = mapped_column(Integer, default=0)
+    manifest: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    content_digest: Mapped[str] = mapped_column(String(64), default="")
+
+    def record(self, manifest: dict[str, Any]) -> None:
+        self.manifest = manifest
+        self.content_digest = content_digest(manifest)
+        self.size_bytes = total_size(manifest)
+        self.file_count = len(manifest)
+
+
 class Project(Base):
     """Everything else belongs to one project; users see only the projects they are members
     of (Airflow admins see all)."""
@@ -156,6 +178,9 @@ class ResourceSpec(Base):
     gpu_count: Mapped[int] = mapped_column(Integer, default=0)
     gpu_type: Mapped[str] = mapped_column(String(64), default="")
     max_nodes: Mapped[int] = mapped_column(Integer, default=1)
+    # ModelArts specs: the volume of config/mount_volumes.toml that resource mounts come from
+    # on Kubernetes ("" for none).
+    mount_volume: Mapped[str] = mapped_column(String(64), default="")
 
     project: Mapped[Project] = relationship()
 
@@ -200,7 +225,7 @@ class Dataset(Base):
     )
 
 
-class DatasetVersion(Base):
+class DatasetVersion(StoredFiles, Base):
     __tablename__ = "dataset_versions"
     __table_args__ = (UniqueConstraint("dataset_id", "version"),)
 
@@ -210,15 +235,21 @@ class DatasetVersion(Base):
     status: Mapped[DatasetVersionStatus] = mapped_column(
         _enum(DatasetVersionStatus, "dataset_version_status")
     )
-    object_prefix: Mapped[str] = mapped_column(String(512))
-    size_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
-    file_count: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
     dataset: Mapped[Dataset] = relationship(back_populates="versions")
+    # Lineage the other way: the model versions trained from this dataset version.
+    produced: Mapped[list[ModelVersionInput]] = relationship(
+        viewonly=True, foreign_keys="ModelVersionInput.dataset_version_id"
+    )
 
 
-class DataCache(Base):
+class DataCache(StoredFiles, Base):
+    """A pre-staged copy of a dataset version. It is ``caching`` until the data-cache job has
+    filled it (``object_prefix`` empty until then), then ``cached`` until ``expires_at`` and
+    ``expired`` after, both usable; a refresh (requested by a user, or by a run that used it
+    expired) copies it again beside the copy in use and switches when complete."""
+
     __tablename__ = "data_caches"
     __table_args__ = (UniqueConstraint("project_id", "name"),)
 
@@ -229,10 +260,11 @@ class DataCache(Base):
         ForeignKey("dataset_versions.id", ondelete="RESTRICT")
     )
     status: Mapped[CacheStatus] = mapped_column(_enum(CacheStatus, "cache_status"))
-    object_prefix: Mapped[str] = mapped_column(String(512))
-    size_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
-    file_count: Mapped[int] = mapped_column(Integer, default=0)
+    ttl_hours: Mapped[int] = mapped_column(Integer, default=24 * 7)
     expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    refresh_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Why the last fill failed ("" when it did not).
+    message: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
     project: Mapped[Project] = relationship()
@@ -266,7 +298,7 @@ class ModelRepository(Base):
     )
 
 
-class ModelVersion(Base):
+class ModelVersion(StoredFiles, Base):
     """One archived model; ``version`` counts up per repository (unique, so racing archives
     of the same repository cannot both take the same number)."""
 
@@ -284,10 +316,7 @@ class ModelVersion(Base):
     source: Mapped[ModelVersionSource] = mapped_column(
         _enum(ModelVersionSource, "model_version_source")
     )
-    object_prefix: Mapped[str] = mapped_column(String(512))
     description: Mapped[str] = mapped_column(String(256), default="")
-    size_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
-    file_count: Mapped[int] = mapped_column(Integer, default=0)
     # What made it: task, run, algorithm, image, parameters, inputs (DESIGN: lineage).
     lineage: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
@@ -297,6 +326,10 @@ class ModelVersion(Base):
         back_populates="model_version",
         cascade="all, delete-orphan",
         foreign_keys="ModelVersionInput.model_version_id",
+    )
+    # Lineage the other way: the model versions trained from this one (incremental training).
+    produced: Mapped[list[ModelVersionInput]] = relationship(
+        viewonly=True, foreign_keys="ModelVersionInput.input_model_version_id"
     )
 
 

@@ -1,5 +1,5 @@
 """Writing the objects of a new version (a dataset import, a model import, a data cache) so
-that they exist exactly when the version's row does.
+that they exist exactly when the version's row does, with their manifest recorded.
 
 The caller first adds and flushes the row: that claims its unique name or number, so no other
 request can be writing under the same prefix. The objects are then written straight under the
@@ -9,24 +9,20 @@ row's prefix, and removed again if the catalog transaction rolls back for any re
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from octotrain.catalog.models import StoredFiles
 from octotrain.catalog.transactions import on_rollback
 from octotrain.errors import Conflict, FieldProblem, InvalidInput
+from octotrain.manifests import Manifest, manifest_of
 from octotrain.storage import ObjectStore
 
 MAX_FILES = 100_000
-
-
-@dataclass(frozen=True)
-class Written:
-    size_bytes: int
-    file_count: int
+UPLOAD_CONCURRENCY = 8
 
 
 def check_files(files: Mapping[str, Path], field: str = "files") -> None:
@@ -55,31 +51,30 @@ def check_files(files: Mapping[str, Path], field: str = "files") -> None:
 
 
 def fill_claimed_prefix(
-    session: Session, store: ObjectStore, prefix: str, write: Callable[[], object]
-) -> Written:
-    """Run ``write`` to fill ``prefix``, which a flushed row of ``session`` has just claimed."""
+    session: Session, store: ObjectStore, prefix: str, write: Callable[[], Manifest]
+) -> Manifest:
+    """Run ``write`` to fill ``prefix``, which a flushed row of ``session`` has just claimed;
+    return the manifest of what it wrote."""
     on_rollback(session, lambda: store.delete_prefix(prefix))
     # Left over by a process that died between writing and its rollback; the prefix is ours.
     store.delete_prefix(prefix)
     try:
-        write()
+        return write()
     except BaseException:
         store.delete_prefix(prefix)
         raise
-    listed = store.list(prefix)
-    return Written(size_bytes=sum(info.size for info in listed), file_count=len(listed))
 
 
 def add_with_objects(
     session: Session,
     store: ObjectStore,
-    row: Any,
-    write: Callable[[str], object],
+    row: StoredFiles,
+    write: Callable[[str], Manifest],
     *,
     taken: str,
 ) -> None:
-    """Add ``row`` (a version or cache with ``object_prefix``, ``size_bytes`` and
-    ``file_count``), claim it, and fill its prefix with ``write(prefix)``.
+    """Add ``row`` (a dataset or model version), claim it, fill its prefix with
+    ``write(prefix)`` and record the manifest of what was written.
 
     ``taken`` is the message when another request claimed the same name or number first.
     """
@@ -88,14 +83,17 @@ def add_with_objects(
         session.flush()
     except IntegrityError:
         raise Conflict(taken) from None
-    written = fill_claimed_prefix(
-        session, store, row.object_prefix, lambda: write(row.object_prefix)
-    )
-    row.size_bytes, row.file_count = written.size_bytes, written.file_count
+    prefix = row.object_prefix
+    row.record(fill_claimed_prefix(session, store, prefix, lambda: write(prefix)))
     session.flush()
 
 
-def upload_files(store: ObjectStore, files: Mapping[str, Path], prefix: str) -> None:
-    """Upload ``files`` (relative path → local file) under ``prefix``."""
-    for relative, source in sorted(files.items()):
-        store.put_file(f"{prefix}/{relative}", source)
+def upload_files(store: ObjectStore, files: Mapping[str, Path], prefix: str) -> Manifest:
+    """Upload ``files`` (relative path → local file) under ``prefix``, several at a time."""
+    with ThreadPoolExecutor(max_workers=UPLOAD_CONCURRENCY) as pool:
+        written = list(
+            pool.map(
+                lambda item: store.put_file(f"{prefix}/{item[0]}", item[1]), sorted(files.items())
+            )
+        )
+    return manifest_of(written, prefix)

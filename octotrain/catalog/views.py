@@ -19,6 +19,7 @@ from octotrain.catalog.models import (
     DatasetVersion,
     ModelRepository,
     ModelVersion,
+    ModelVersionInput,
     Project,
     ResourceSpec,
     Run,
@@ -59,6 +60,7 @@ class ResourceSpecView(View):
     gpu_count: int
     gpu_type: str
     max_nodes: int
+    mount_volume: str
 
     @classmethod
     def of(cls, row: ResourceSpec) -> ResourceSpecView:
@@ -71,6 +73,7 @@ class ResourceSpecView(View):
             gpu_count=row.gpu_count,
             gpu_type=row.gpu_type,
             max_nodes=row.max_nodes,
+            mount_volume=row.mount_volume,
         )
 
 
@@ -102,12 +105,36 @@ class AlgorithmView(View):
         )
 
 
+def _made(edges: list[ModelVersionInput]) -> list[dict[str, Any]]:
+    """The model versions at the far end of lineage edges."""
+    return [
+        {
+            "repository": edge.model_version.repository.name,
+            "version": edge.model_version.version,
+            "via": edge.via,
+        }
+        for edge in edges
+    ]
+
+
+def _made_from(edge: ModelVersionInput) -> dict[str, Any]:
+    if edge.dataset_version is not None:
+        found = edge.dataset_version
+        return {"dataset": found.dataset.name, "version": found.version, "via": edge.via}
+    model = edge.input_model_version
+    assert model is not None
+    return {"repository": model.repository.name, "version": model.version, "via": edge.via}
+
+
 class DatasetVersionView(View):
     dataset: str
     version: str
     status: str
     size_bytes: int
     file_count: int
+    content_digest: str
+    # Lineage the other way: the model versions trained from this version.
+    produced: list[dict[str, Any]]
     created_at: datetime
 
     @classmethod
@@ -118,6 +145,8 @@ class DatasetVersionView(View):
             status=str(row.status),
             size_bytes=row.size_bytes,
             file_count=row.file_count,
+            content_digest=row.content_digest,
+            produced=_made(row.produced),
             created_at=as_utc(row.created_at),
         )
 
@@ -150,7 +179,11 @@ class DataCacheView(View):
     status: str
     size_bytes: int
     file_count: int
+    ttl_hours: int
     expires_at: datetime | None
+    refresh_requested: bool
+    # Why the last copy failed, if it did.
+    message: str
     created_at: datetime
 
     @classmethod
@@ -163,7 +196,10 @@ class DataCacheView(View):
             status=str(row.current_status()),
             size_bytes=row.size_bytes,
             file_count=row.file_count,
+            ttl_hours=row.ttl_hours,
             expires_at=as_utc(row.expires_at) if row.expires_at else None,
+            refresh_requested=row.refresh_requested,
+            message=row.message,
             created_at=as_utc(row.created_at),
         )
 
@@ -176,7 +212,12 @@ class ModelVersionView(View):
     description: str
     size_bytes: int
     file_count: int
+    content_digest: str
     lineage: dict[str, Any]
+    # What it was trained from (dataset versions, directly or through a cache, and input
+    # model versions) and, the other way, the versions trained from it.
+    inputs: list[dict[str, Any]]
+    produced: list[dict[str, Any]]
     created_at: datetime
 
     @classmethod
@@ -189,7 +230,10 @@ class ModelVersionView(View):
             description=row.description,
             size_bytes=row.size_bytes,
             file_count=row.file_count,
+            content_digest=row.content_digest,
             lineage=row.lineage,
+            inputs=[_made_from(edge) for edge in row.inputs],
+            produced=_made(row.produced),
             created_at=as_utc(row.created_at),
         )
 

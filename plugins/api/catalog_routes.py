@@ -314,7 +314,7 @@ def list_caches(project: ProjectName, scope: CurrentScope) -> list[DataCacheView
     CACHES,
     status_code=201,
     tags=["caches"],
-    summary="Cache a dataset version",
+    summary="Cache a dataset version (caching until the data-cache job has copied it)",
     openapi_extra=json_body(DataCacheDocument),
 )
 def create_cache(project: ProjectName, scope: CurrentScope, document: Document) -> DataCacheView:
@@ -330,8 +330,9 @@ def get_cache(project: ProjectName, name: ObjectName, scope: CurrentScope) -> Da
 
 @router.post(
     f"{CACHES}/{{name}}/refresh",
+    status_code=202,
     tags=["caches"],
-    summary="Copy the dataset version again and restart the expiry",
+    summary="Ask the data-cache job to copy the version again (the copy in use stays usable)",
     openapi_extra=json_body(CacheRefreshDocument),
 )
 def refresh_cache(

@@ -60,11 +60,12 @@ def test_a_dataset_version_from_a_folder_and_a_cache_of_it(cli: Cli, tmp_path: P
     published = cli.json("dataset", "version", "publish", "house-prices", "v2", "-p", "demo")
     assert published["status"] == "published"
     cache = cli.write("cache.yaml", "name: hp-cache\ndataset: house-prices\nversion: v2\n")
-    assert cli.json("cache", "create", "-f", cache, "-p", "demo")["status"] == "cached"
-    assert (
-        cli.json("cache", "refresh", "hp-cache", "--ttl-hours", "2", "-p", "demo")["file_count"]
-        == 2
-    )
+    assert cli.json("cache", "create", "-f", cache, "-p", "demo")["status"] == "caching"
+    [filled] = cli.json("cache", "fill")  # the data-cache job, run here
+    assert (filled["name"], filled["status"], filled["file_count"]) == ("hp-cache", "cached", 2)
+    refreshed = cli.json("cache", "refresh", "hp-cache", "--ttl-hours", "2", "-p", "demo")
+    assert (refreshed["refresh_requested"], refreshed["ttl_hours"]) == (True, 2)
+    assert cli.json("cache", "fill")[0]["refresh_requested"] is False
     refused = cli("dataset", "version", "delete", "house-prices", "v2", "-p", "demo")
     assert refused.exit_code == 1
     assert "still referenced by data cache 'hp-cache'" in refused.stderr

@@ -23,6 +23,7 @@ def test_every_example_task_is_created_from_its_file(cli: Cli, tmp_path: Path) -
     cli.json(
         "cache", "create", "-f", EXAMPLES / "catalog" / "house-prices-cache.yaml", "-p", "demo"
     )
+    cli.json("cache", "fill")
     documents = sorted((EXAMPLES / "tasks").iterdir())
     assert {path.suffix for path in documents} == {".yaml", ".json"}
     for path in documents:

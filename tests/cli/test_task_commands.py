@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from hooks.catalog import CatalogHook
-from hooks.object_store import LocalFolderStore
+from hooks.local_store import LocalFolderStore
 from octotrain.catalog.models import Run, RunState, TrainingTask
 from octotrain.settings import get_settings
 from tests.cli.conftest import Cli

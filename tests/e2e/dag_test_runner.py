@@ -71,6 +71,9 @@ def run(task_id: int) -> dict[str, object]:
                 "lineage_inputs": [edge.via for edge in run_row.model_version.inputs]
                 if run_row.model_version
                 else [],
+                "model_prefix": run_row.model_version.object_prefix
+                if run_row.model_version
+                else None,
             }
             if run_row
             else None

@@ -100,6 +100,7 @@ def test_demo_run_succeeds_with_logs_metrics_and_a_model_version(
 
     folder = run_folder(root, demo)
     objects = root / "state" / "objects"
+    staged: dict[str, bool] = {}
     for node_index in ("distributed-0", "distributed-1"):
         names = NodeLogNames(task_id=demo["task_id"], node_index=node_index)
         for name in names.always():
@@ -109,7 +110,9 @@ def test_demo_run_succeeds_with_logs_metrics_and_a_model_version(
             assert collected.read_bytes() == local.read_bytes()
         assert not (folder / "logs" / names.supplemental).exists()
         assert "final mse" in (folder / "logs" / names.train).read_text()
-        assert "staged house-prices_v1: 1 files" in (folder / "logs" / names.init).read_text()
+        init = (folder / "logs" / names.init).read_text()
+        assert "staged house-prices_v1: " in init
+        staged[node_index] = "reused the verified copy in the node cache" in init
         assert "exited with status 0" in (folder / "logs" / names.sidecar).read_text()
         metrics = folder / "nodes" / node_index / "metrics"
         meta = json.loads((metrics / "metrics.json").read_text())
@@ -117,7 +120,9 @@ def test_demo_run_succeeds_with_logs_metrics_and_a_model_version(
         fit = [json.loads(line) for line in (metrics / "fit.jsonl").read_text().splitlines()]
         assert len(fit) == 60 and set(fit[0]) == {"epoch", "mse", "r2"}
 
-    version = objects / "models" / "demo" / "house-price-model" / "1"
+    # The nodes share this machine's node cache: one downloads, the other reuses its copy.
+    assert sorted(staged.values()) == [False, True]
+    version = objects / demo["run"]["model_prefix"]
     assert sorted(p.relative_to(version).as_posix() for p in version.rglob("*") if p.is_file()) == [
         "model.json",
         "rank-0/weights.npz",
@@ -154,8 +159,9 @@ def test_failing_node_fails_the_run_stops_the_others_and_archives_nothing(
     for name in names.values():
         for file_name in name.always():
             assert (logs / file_name).exists(), file_name
-    repository = root / "state" / "objects" / "models" / "demo" / "house-price-model"
-    assert sorted(p.name for p in repository.iterdir()) == ["1"]
+    runs = root / "state" / "objects" / "models" / "demo" / "house-price-model" / "runs"
+    archived = results["demo"]["run"]["model_prefix"].rsplit("/", 1)[-1]
+    assert [p.name for p in runs.iterdir()] == [archived]  # the failed run left nothing
 
 
 def test_missing_references_fail_validate_before_anything_is_staged(

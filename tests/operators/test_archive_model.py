@@ -3,9 +3,10 @@ from pathlib import Path
 import pytest
 from airflow.sdk.exceptions import AirflowFailException
 
+from hooks.model_archive import lineage_edges
 from octotrain.planning import RunPlan
 from octotrain.run_layout import RunLayout
-from operators.archive_model import lineage_edges, merged_outputs
+from operators.archive_model import merged_outputs
 
 
 def write(layout: RunLayout, node: str, relative: str, content: str) -> None:

@@ -5,7 +5,7 @@ from sqlalchemy import inspect, select
 from sqlalchemy.exc import IntegrityError
 
 from hooks.catalog import CatalogHook
-from hooks.object_store import LocalFolderStore
+from hooks.local_store import LocalFolderStore
 from octotrain.catalog.models import (
     Dataset,
     DatasetVersion,

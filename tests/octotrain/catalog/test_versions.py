@@ -1,5 +1,5 @@
-"""Dataset versions, data caches and model versions: imports that appear whole or not at all,
-publishing, expiry and refresh, deletion refused while lineage or a task uses them."""
+"""Dataset versions and model versions: imports that appear whole or not at all, with their
+manifests; publishing; deletion refused while lineage or a task uses them."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from hooks.catalog import CatalogHook
-from hooks.object_store import LocalFolderStore
-from octotrain.catalog.data_caches import DataCaches
+from hooks.local_store import LocalFolderStore
 from octotrain.catalog.dataset_versions import DatasetVersions
 from octotrain.catalog.model_versions import ModelVersions
 from octotrain.catalog.models import (
@@ -21,23 +20,10 @@ from octotrain.catalog.models import (
     ModelVersionInput,
 )
 from octotrain.errors import InvalidInput, StillReferenced
-from octotrain.storage import ObjectInfo, ObjectStoreError
+from octotrain.storage import ObjectStoreError
 from octotrain.tasks import Tasks
 from tests.factories import ADMIN, VALID_TASK, seed
-
-
-class FailingStore(LocalFolderStore):
-    """A local store whose ``fail_after``-th upload fails, as an unreachable store would."""
-
-    def __init__(self, root: Path, fail_after: int) -> None:
-        super().__init__(root)
-        self.uploads_left = fail_after
-
-    def put_file(self, key: str, source: Path) -> ObjectInfo:
-        if self.uploads_left == 0:
-            raise ObjectStoreError(f"cannot write {key}: connection refused")
-        self.uploads_left -= 1
-        return super().put_file(key, source)
+from tests.store_doubles import FailingStore
 
 
 def files(folder: Path, count: int) -> dict[str, Path]:
@@ -89,7 +75,7 @@ def test_a_failed_import_leaves_no_version_and_no_file(
     catalog: CatalogHook, tmp_path: Path, fail_after: int
 ) -> None:
     seed(catalog, LocalFolderStore(tmp_path / "objects"))
-    store = FailingStore(tmp_path / "objects", fail_after)
+    store = FailingStore(tmp_path / "objects", puts_left=fail_after)
     for attempt in (
         lambda session: DatasetVersions(session, ADMIN, store).create(
             "demo", "house-prices", {"version": "v2"}, files(tmp_path / "in", 4)
@@ -175,55 +161,3 @@ def test_deleting_a_version_used_by_a_task_or_by_lineage_is_refused(
     assert caught.value.referrers == ["model version 'house-price-model' 4"]
     models.delete("demo", "house-price-model", 4)  # nothing refers to 4
     models.delete("demo", "house-price-model", 3)  # nor, now, to 3
-
-
-def test_a_cache_copies_its_version_and_expires_but_stays_usable(
-    rule_session: Session, rule_store: LocalFolderStore
-) -> None:
-    store = rule_store
-    caches = DataCaches(rule_session, ADMIN, store)
-    cache = caches.create(
-        "demo", {"name": "warm", "dataset": "many", "version": "v2", "ttl_hours": 1}
-    )
-    assert (cache.current_status(), cache.file_count) == ("cached", 1)
-    assert store.list(cache.object_prefix)[0].key.endswith("/part-0.bin")
-    assert caches.get("demo", "stale").current_status() == "expired"
-    first_prefix = cache.object_prefix
-    refreshed = caches.refresh("demo", "warm", {"ttl_hours": 48})
-    assert refreshed.object_prefix != first_prefix
-    assert store.list(refreshed.object_prefix)
-
-
-def test_cache_rules(rule_session: Session, rule_store: LocalFolderStore) -> None:
-    store = rule_store
-    caches = DataCaches(rule_session, ADMIN, store)
-    with pytest.raises(InvalidInput) as caught:
-        caches.create(
-            "demo", {"name": "hot", "dataset": "pending", "version": "v2", "ttl_hours": 0}
-        )
-    assert {p.field for p in caught.value.problems} == {"name", "version", "ttl_hours"}
-    with pytest.raises(InvalidInput, match="does not exist"):
-        caches.create("demo", {"name": "c2", "dataset": "nope", "version": "v1"})
-    with pytest.raises(InvalidInput, match="ttl_hours"):
-        caches.refresh("demo", "hot", {"ttl_hours": 10**6})
-    Tasks(rule_session, ADMIN).create(VALID_TASK | {"data_inputs": [{"cache": "hot"}]})
-    with pytest.raises(StillReferenced, match="task 'rule-check'"):
-        caches.delete("demo", "hot")
-
-
-def test_a_refreshed_cache_drops_its_old_copy_once_committed(
-    catalog: CatalogHook, store: LocalFolderStore
-) -> None:
-    seed(catalog, store)
-    with catalog.session() as session:
-        old = (
-            DataCaches(session, ADMIN, store)
-            .create("demo", {"name": "c", "dataset": "house-prices", "version": "v1"})
-            .object_prefix
-        )
-    with catalog.session() as session:
-        new = DataCaches(session, ADMIN, store).refresh("demo", "c", {}).object_prefix
-    assert store.list(old) == [] and store.list(new)
-    with catalog.session() as session:
-        DataCaches(session, ADMIN, store).delete("demo", "c")
-    assert store.list("caches") == []

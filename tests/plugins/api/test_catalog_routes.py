@@ -21,6 +21,7 @@ def test_create_show_change_delete_a_resource_spec(api: Api) -> None:
         "gpu_count": 0,
         "gpu_type": "",
         "max_nodes": 2,
+        "mount_volume": "",
     }
     changed = api.client.patch(
         f"{BASE}/resource-specs/http-spec", json={"max_nodes": 3}, headers=alice
@@ -73,12 +74,14 @@ def test_a_dataset_version_is_uploaded_published_and_deleted(api: Api) -> None:
         headers=alice,
     )
     assert created.status_code == 201, created.text
-    assert created.json() | {"created_at": None} == {
+    assert created.json() | {"created_at": None, "content_digest": None} == {
         "dataset": "house-prices",
         "version": "v7",
         "status": "imported_awaiting_release",
         "size_bytes": 13,
         "file_count": 2,
+        "content_digest": None,
+        "produced": [],
         "created_at": None,
     }
     keys = [info.key for info in api.store.list("datasets/demo/house-prices/v7")]
@@ -139,10 +142,10 @@ def test_caches_are_created_and_refreshed(api: Api) -> None:
         headers=alice,
     )
     assert created.status_code == 201, created.text
-    assert (created.json()["status"], created.json()["version"]) == ("cached", "v3")
-    refreshed = api.client.post(f"{BASE}/caches/http-cache/refresh", json={}, headers=alice)
-    assert refreshed.status_code == 200
-    assert api.client.get(f"{BASE}/caches/stale", headers=alice).json()["status"] == "expired"
+    assert (created.json()["status"], created.json()["version"]) == ("caching", "v3")
+    refreshed = api.client.post(f"{BASE}/caches/stale/refresh", json={}, headers=alice)
+    assert refreshed.status_code == 202
+    assert (refreshed.json()["status"], refreshed.json()["refresh_requested"]) == ("expired", True)
 
 
 def test_path_parameters_longer_than_any_name_answer_422(api: Api) -> None:

@@ -1,0 +1,113 @@
+"""The embedded default's object store: objects as files under a root folder.
+
+Writes go to a temporary name and are renamed into place, so a reader never sees half an
+object; stored files are read-only, since objects never change once written (a new version
+is a new object), which also lets copies inside the store be hard links.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+from hooks.hashing_io import copy_hashing
+from octotrain.storage import (
+    ObjectInfo,
+    ObjectNotFound,
+    ObjectStoreError,
+    Progress,
+    checked_digest,
+    prefix_of,
+    validate_key,
+)
+
+# Marks a file being written; such files are not objects yet and are never listed.
+PARTIAL_MARKER = ".octotrain-partial-"
+READ_ONLY = 0o444
+
+
+class LocalFolderStore:
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.url = f"file://{self.root}"
+
+    def _path(self, key: str) -> Path:
+        return self.root / validate_key(key)
+
+    def _partial(self, target: Path) -> Path:
+        return target.with_name(f".{target.name}{PARTIAL_MARKER}{uuid.uuid4().hex[:12]}")
+
+    def put_file(self, key: str, source: Path) -> ObjectInfo:
+        target = self._path(key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = self._partial(target)
+        try:
+            digest = copy_hashing(source, partial)
+            partial.chmod(READ_ONLY)
+            partial.replace(target)
+        except OSError as error:
+            partial.unlink(missing_ok=True)
+            raise ObjectStoreError(f"cannot write {key}: {error}") from error
+        stat = target.stat()
+        return ObjectInfo(key=key, size=stat.st_size, modified=stat.st_mtime, sha256=digest)
+
+    def get_file(
+        self,
+        key: str,
+        destination: Path,
+        *,
+        sha256: str | None = None,
+        progress: Progress | None = None,
+    ) -> ObjectInfo:
+        source = self._path(key)
+        if not source.is_file():
+            raise ObjectNotFound(f"object {key} does not exist in {self.url}")
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            digest = copy_hashing(source, destination, progress)
+        except OSError as error:
+            destination.unlink(missing_ok=True)
+            raise ObjectStoreError(f"cannot read {key} into {destination}: {error}") from error
+        checked_digest(key, sha256, digest, destination)
+        stat = source.stat()
+        return ObjectInfo(key=key, size=stat.st_size, modified=stat.st_mtime, sha256=digest)
+
+    def list(self, prefix: str) -> list[ObjectInfo]:
+        base = self._path(prefix.rstrip("/"))
+        if not base.is_dir():
+            return []
+        found = []
+        for path in sorted(base.rglob("*")):
+            if path.is_file() and PARTIAL_MARKER not in path.name:
+                stat = path.stat()
+                key = path.relative_to(self.root).as_posix()
+                found.append(ObjectInfo(key=key, size=stat.st_size, modified=stat.st_mtime))
+        return found
+
+    def delete_prefix(self, prefix: str) -> int:
+        base = self._path(prefix_of(prefix).rstrip("/"))
+        if not base.exists():
+            return 0
+        count = sum(1 for path in base.rglob("*") if path.is_file())
+        shutil.rmtree(base)
+        return count
+
+    def copy_prefix(self, source: str, destination: str) -> int:
+        """Hard links where the file system allows (objects are immutable), else copies."""
+        objects = self.list(source)
+        source_prefix, target_prefix = prefix_of(source), prefix_of(destination)
+        for info in objects:
+            target = self._path(target_prefix + info.key[len(source_prefix) :])
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.unlink(missing_ok=True)
+            try:
+                os.link(self._path(info.key), target)
+            except OSError:
+                self.put_file(target.relative_to(self.root).as_posix(), self._path(info.key))
+        return len(objects)
+
+    def local_path(self, prefix: str) -> Path | None:
+        return self._path(prefix.rstrip("/"))

@@ -1,0 +1,136 @@
+"""Archiving a run's OUTPUT as the next version of a model repository, all or nothing.
+
+The files are uploaded under the run's own prefix (several at a time, each one's SHA-256
+computed as it is sent), the upload is checked against the local files (every file there,
+with its size), and only then is the version written: its number taken, its row pointing at
+the prefix, its manifest, lineage and lineage edges, and the run marked archived, in one
+transaction. Until that commits no version is visible; if anything fails the uploaded prefix
+is removed (should the store itself be down, the data-cache job's sweep of orphans removes it
+later).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+
+from hooks.catalog import CatalogHook
+from octotrain.catalog.model_versions import next_version_number
+from octotrain.catalog.models import (
+    ModelVersion,
+    ModelVersionInput,
+    ModelVersionSource,
+    ModelVersionStatus,
+    Run,
+    RunState,
+)
+from octotrain.manifests import Manifest, manifest_of
+from octotrain.planning import RunPlan
+from octotrain.run_layout import model_run_prefix
+from octotrain.storage import ObjectStore, ObjectStoreError
+
+log = logging.getLogger(__name__)
+VERSION_NUMBER_ATTEMPTS = 5
+UPLOAD_CONCURRENCY = 8
+
+
+class ArchiveFailed(RuntimeError):
+    """No version was archived; the message says why."""
+
+
+def archive_outputs(
+    catalog: CatalogHook,
+    store: ObjectStore,
+    plan: RunPlan,
+    files: Mapping[str, Path],
+    lineage: dict[str, Any],
+) -> ModelVersion:
+    """Archive ``files`` (relative path → local file) as the next version of the plan's
+    output repository."""
+    prefix = model_run_prefix(plan.project, plan.output_repository, plan.run_key)
+    try:
+        manifest = _upload(store, files, prefix)
+        _check_upload(store, prefix, files)
+        return _commit(catalog, plan, prefix, manifest, lineage)
+    except BaseException:
+        try:
+            store.delete_prefix(prefix)
+        except ObjectStoreError as error:
+            log.warning("could not remove %s after the failed archive: %s", prefix, error)
+        raise
+
+
+def _upload(store: ObjectStore, files: Mapping[str, Path], prefix: str) -> Manifest:
+    with ThreadPoolExecutor(max_workers=UPLOAD_CONCURRENCY) as pool:
+        written = list(
+            pool.map(lambda item: store.put_file(f"{prefix}/{item[0]}", item[1]), files.items())
+        )
+    return manifest_of(written, prefix)
+
+
+def _check_upload(store: ObjectStore, prefix: str, files: Mapping[str, Path]) -> None:
+    listed = {info.key[len(prefix) + 1 :]: info.size for info in store.list(prefix)}
+    expected = {relative: path.stat().st_size for relative, path in files.items()}
+    if listed != expected:
+        missing = sorted(set(expected) - set(listed))
+        raise ArchiveFailed(
+            f"the store does not hold what was uploaded to {prefix}/ (missing or short: "
+            f"{missing or sorted(p for p in expected if expected[p] != listed.get(p))})"
+        )
+
+
+def _commit(
+    catalog: CatalogHook, plan: RunPlan, prefix: str, manifest: Manifest, lineage: dict[str, Any]
+) -> ModelVersion:
+    for _attempt in range(VERSION_NUMBER_ATTEMPTS):
+        try:
+            with catalog.session() as session:
+                version = ModelVersion(
+                    repository_id=plan.output_repository_id,
+                    version=next_version_number(session, plan.output_repository_id),
+                    status=ModelVersionStatus.COMPLETE,
+                    source=ModelVersionSource.TRAINING,
+                    object_prefix=prefix,
+                    lineage=lineage | {"archived_at": datetime.now(UTC).isoformat()},
+                    inputs=lineage_edges(plan),
+                )
+                version.record(manifest)
+                session.add(version)
+                session.flush()
+                run = session.get(Run, plan.catalog_run_id)
+                if run is not None:
+                    run.state = RunState.SUCCESS
+                    run.model_version_id = version.id
+                    run.ended_at = datetime.now(UTC)
+                return version
+        except IntegrityError:
+            continue  # another archive or import of this repository took the number first
+    raise ArchiveFailed(
+        f"could not take a version number in {plan.output_repository} "
+        f"after {VERSION_NUMBER_ATTEMPTS} attempts"
+    )
+
+
+def lineage_edges(plan: RunPlan) -> list[ModelVersionInput]:
+    """The dataset versions (directly or through a cache) and input model versions the run
+    trained from, as the relational half of lineage."""
+    edges = [
+        ModelVersionInput(
+            dataset_version_id=item.dataset_version_id,
+            via="dataset" if item.kind == "dataset" else f"cache:{item.name}",
+        )
+        for item in plan.data_inputs
+        if item.dataset_version_id is not None
+    ]
+    edges += [
+        ModelVersionInput(input_model_version_id=item.model_version_id, via="model")
+        for item in plan.input_models
+        if item.model_version_id is not None
+    ]
+    return edges

@@ -1,0 +1,244 @@
+"""MinIO / S3 as the object store, configured by an Airflow connection.
+
+``OCTOTRAIN_OBJECT_STORE_URL=s3://<bucket>[/<prefix>]?conn_id=<connection id>``: the connection
+(type ``aws``) gives the credentials as login and password and, for MinIO, the endpoint as
+``{"endpoint_url": "http://minio:9000"}`` in its extra. Transfers go through boto3's transfer
+manager: multipart uploads and parallel ranged downloads above ``multipart_chunk_mib``, with
+the SHA-256 computed as the bytes pass. Transient failures (the store unreachable, 5xx,
+throttling) are retried with exponential backoff; then ``ObjectStoreUnavailable`` says so.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import parse_qs, urlparse
+
+import boto3
+from boto3.s3.transfer import TransferConfig
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+from tenacity import (
+    RetryError,
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential,
+)
+
+from hooks.hashing_io import HashingReader, HashingWriter
+from octotrain.storage import (
+    ObjectInfo,
+    ObjectNotFound,
+    ObjectStoreError,
+    ObjectStoreUnavailable,
+    Progress,
+    checked_digest,
+    prefix_of,
+    validate_key,
+)
+
+T = TypeVar("T")
+MIB = 1024 * 1024
+DEFAULT_CONNECTION = "minio_default"
+TRANSIENT_CODES = {"SlowDown", "RequestTimeout", "InternalError", "ServiceUnavailable", "503"}
+DELETE_BATCH = 1000
+
+
+def _transient(error: BaseException) -> bool:
+    if isinstance(error, ClientError):
+        code = str(error.response.get("Error", {}).get("Code", ""))
+        status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
+        return code in TRANSIENT_CODES or status >= 500
+    return isinstance(error, BotoCoreError | ConnectionError | TimeoutError)
+
+
+def _missing(error: BaseException) -> bool:
+    if not isinstance(error, ClientError):
+        return False
+    return str(error.response.get("Error", {}).get("Code", "")) in ("404", "NoSuchKey", "NotFound")
+
+
+class S3Store:
+    def __init__(
+        self,
+        *,
+        client: Any,
+        bucket: str,
+        prefix: str = "",
+        attempts: int = 5,
+        first_wait_seconds: float = 0.5,
+        concurrency: int = 8,
+        multipart_chunk_mib: int = 16,
+    ) -> None:
+        self.client = client
+        self.bucket = bucket
+        self.prefix = prefix_of(prefix) if prefix else ""
+        self.url = f"s3://{bucket}/{self.prefix}"
+        self.attempts = attempts
+        self.first_wait_seconds = first_wait_seconds
+        self.concurrency = concurrency
+        self.transfer = TransferConfig(
+            multipart_threshold=multipart_chunk_mib * MIB,
+            multipart_chunksize=multipart_chunk_mib * MIB,
+            max_concurrency=concurrency,
+            use_threads=True,
+        )
+
+    def _key(self, key: str) -> str:
+        return self.prefix + validate_key(key)
+
+    def _retrying(self, what: str, action: Callable[[], T], *, key: str = "") -> T:
+        """Run ``action`` (one operation: ``what``), retrying transient failures."""
+        retrying = Retrying(
+            stop=stop_after_attempt(self.attempts),
+            wait=wait_exponential(multiplier=self.first_wait_seconds, max=30),
+            retry=retry_if_exception(_transient),
+            reraise=False,
+        )
+        try:
+            return retrying(action)
+        except RetryError as error:
+            last = error.last_attempt.exception()
+            raise ObjectStoreUnavailable(
+                f"cannot {what} at {self.url} after {self.attempts} attempts: {last}"
+            ) from None
+        except ClientError as error:
+            if _missing(error):
+                raise ObjectNotFound(f"object {key} does not exist in {self.url}") from None
+            raise ObjectStoreError(f"cannot {what} at {self.url}: {error}") from None
+
+    def put_file(self, key: str, source: Path) -> ObjectInfo:
+        full = self._key(key)
+
+        def upload() -> str:
+            with source.open("rb") as handle:
+                reader = HashingReader(handle)
+                self.client.upload_fileobj(reader, self.bucket, full, Config=self.transfer)
+            return reader.digest.hexdigest()
+
+        digest = self._retrying(f"write {key}", upload, key=key)
+        size = source.stat().st_size
+        return ObjectInfo(key=key, size=size, modified=source.stat().st_mtime, sha256=digest)
+
+    def get_file(
+        self,
+        key: str,
+        destination: Path,
+        *,
+        sha256: str | None = None,
+        progress: Progress | None = None,
+    ) -> ObjectInfo:
+        full = self._key(key)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        partial = destination.with_name(f".{destination.name}.{uuid.uuid4().hex[:12]}.part")
+
+        def download() -> HashingWriter:
+            with partial.open("wb") as handle:
+                writer = HashingWriter(handle)
+                self.client.download_fileobj(
+                    self.bucket, full, writer, Config=self.transfer, Callback=progress
+                )
+            return writer
+
+        try:
+            writer = self._retrying(f"read {key}", download, key=key)
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
+        digest = writer.digest.hexdigest()
+        checked_digest(key, sha256, digest, partial)
+        partial.replace(destination)
+        return ObjectInfo(key=key, size=writer.size, modified=0.0, sha256=digest)
+
+    def list(self, prefix: str) -> list[ObjectInfo]:
+        base = self._key(prefix.rstrip("/")) + "/"
+
+        def listing() -> list[ObjectInfo]:
+            found = []
+            paginator = self.client.get_paginator("list_objects_v2")
+            for page in paginator.paginate(Bucket=self.bucket, Prefix=base):
+                for item in page.get("Contents", []):
+                    found.append(
+                        ObjectInfo(
+                            key=item["Key"][len(self.prefix) :],
+                            size=int(item["Size"]),
+                            modified=item["LastModified"].timestamp(),
+                        )
+                    )
+            return sorted(found, key=lambda info: info.key)
+
+        return self._retrying(f"list {prefix}", listing)
+
+    def delete_prefix(self, prefix: str) -> int:
+        keys = [self._key(info.key) for info in self.list(prefix)]
+        for start in range(0, len(keys), DELETE_BATCH):
+            batch = [{"Key": key} for key in keys[start : start + DELETE_BATCH]]
+            self._retrying(
+                f"delete {prefix}",
+                lambda batch=batch: self.client.delete_objects(
+                    Bucket=self.bucket, Delete={"Objects": batch, "Quiet": True}
+                ),
+            )
+        return len(keys)
+
+    def copy_prefix(self, source: str, destination: str) -> int:
+        objects = self.list(source)
+        source_prefix, target_prefix = prefix_of(source), prefix_of(destination)
+
+        def copy(info: ObjectInfo) -> None:
+            target = self._key(target_prefix + info.key[len(source_prefix) :])
+            self._retrying(
+                f"copy {info.key}",
+                key=info.key,
+                action=lambda: self.client.copy(
+                    {"Bucket": self.bucket, "Key": self._key(info.key)},
+                    self.bucket,
+                    target,
+                    Config=self.transfer,
+                ),
+            )
+
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            list(pool.map(copy, objects))
+        return len(objects)
+
+    def local_path(self, prefix: str) -> Path | None:
+        return None
+
+
+def s3_store_from_url(url: str, *, attempts: int, first_wait_seconds: float) -> S3Store:
+    """The store of ``s3://bucket[/prefix]?conn_id=...``, with the connection's endpoint and
+    credentials (Airflow resolves the connection: environment, secrets backend, metadata DB)."""
+    from airflow.sdk import Connection
+
+    parsed = urlparse(url)
+    if not parsed.netloc:
+        raise ObjectStoreError(f"object store {url!r}: give a bucket, s3://<bucket>[/<prefix>]")
+    conn_id = parse_qs(parsed.query).get("conn_id", [DEFAULT_CONNECTION])[0]
+    connection = Connection.get(conn_id)
+    extra = connection.extra_dejson
+    client = boto3.client(
+        "s3",
+        endpoint_url=extra.get("endpoint_url") or None,
+        region_name=extra.get("region_name") or "us-east-1",
+        aws_access_key_id=connection.login or None,
+        aws_secret_access_key=connection.password or None,
+        config=Config(
+            retries={"total_max_attempts": 1},  # retried above, with backoff, as one operation
+            connect_timeout=5,
+            read_timeout=60,
+            max_pool_connections=32,
+            s3={"addressing_style": extra.get("addressing_style", "path")},
+        ),
+    )
+    return S3Store(
+        client=client,
+        bucket=parsed.netloc,
+        prefix=parsed.path.strip("/"),
+        attempts=attempts,
+        first_wait_seconds=first_wait_seconds,
+    )

@@ -1,0 +1,96 @@
+"""Archiving is all or nothing: a version appears with its manifest, lineage and edges, or
+no version and no object at all, whatever fails."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.exc import OperationalError
+
+from hooks.catalog import CatalogHook
+from hooks.local_store import LocalFolderStore
+from hooks.model_archive import archive_outputs
+from octotrain.catalog.models import ModelVersion, Run, RunState, TrainingTask
+from octotrain.planning import RunPlan, build_run_plan
+from octotrain.storage import ObjectStoreUnavailable
+from tests.factories import seed
+from tests.store_doubles import FailingStore
+
+
+def demo_plan(catalog: CatalogHook, store: LocalFolderStore) -> RunPlan:
+    demo = seed(catalog, store)
+    with catalog.session() as session:
+        task = session.get(TrainingTask, demo.task_id)
+        plan = build_run_plan(session, task, run_id="manual__1", master_addr="127.0.0.1",
+                              master_port=1, triggered_by="alice")  # fmt: skip
+        run = Run(task_id=task.id, airflow_run_id="manual__1", state=RunState.RUNNING,
+                  node_count=2)  # fmt: skip
+        session.add(run)
+        session.flush()
+        return plan.model_copy(update={"catalog_run_id": run.id})
+
+
+def outputs(tmp_path: Path) -> dict[str, Path]:
+    files = {}
+    for relative, data in {"model.json": b"{}", "rank-0/w.npz": b"w" * 100}.items():
+        path = tmp_path / "output" / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        files[relative] = path
+    return files
+
+
+def versions(catalog: CatalogHook) -> int:
+    with catalog.session() as session:
+        return session.scalar(select(func.count()).select_from(ModelVersion)) or 0
+
+
+def test_a_version_points_at_the_runs_upload_with_manifest_and_lineage(
+    catalog: CatalogHook, store: LocalFolderStore, tmp_path: Path
+) -> None:
+    plan = demo_plan(catalog, store)
+    version = archive_outputs(catalog, store, plan, outputs(tmp_path), plan.lineage)
+    assert version.version == 1
+    assert version.object_prefix == f"models/demo/house-price-model/runs/{plan.run_key}"
+    assert set(version.manifest) == {"model.json", "rank-0/w.npz"}
+    assert len(version.manifest["rank-0/w.npz"]["sha256"]) == 64
+    with catalog.session() as session:
+        row = session.get(ModelVersion, version.id)
+        assert [edge.via for edge in row.inputs] == ["dataset"]
+        assert row.lineage["triggered_by"] == "alice" and "archived_at" in row.lineage
+        assert row.lineage["env"] == {"OMP_NUM_THREADS": "1"}
+        run = session.get(Run, plan.catalog_run_id)
+        assert (run.state, run.model_version_id) == ("success", version.id)
+
+
+def test_the_store_going_down_mid_upload_leaves_no_version_and_no_object(
+    catalog: CatalogHook, store: LocalFolderStore, tmp_path: Path
+) -> None:
+    plan = demo_plan(catalog, store)
+    failing = FailingStore(store.root, puts_left=1)
+    with pytest.raises(ObjectStoreUnavailable, match="connection refused"):
+        archive_outputs(catalog, failing, plan, outputs(tmp_path), plan.lineage)
+    assert versions(catalog) == 0
+    assert store.list("models") == []
+
+
+def test_a_catalog_that_fails_the_commit_leaves_no_object(
+    catalog: CatalogHook, store: LocalFolderStore, tmp_path: Path
+) -> None:
+    plan = demo_plan(catalog, store)
+    broken = CatalogHook(f"sqlite:///{tmp_path / 'not-migrated.db'}")
+    with pytest.raises(OperationalError, match="no such table"):
+        archive_outputs(broken, store, plan, outputs(tmp_path), plan.lineage)
+    broken.dispose()
+    assert store.list("models") == []
+    assert versions(catalog) == 0
+
+
+def test_secrets_in_the_environment_are_masked_in_lineage(
+    catalog: CatalogHook, store: LocalFolderStore
+) -> None:
+    plan = demo_plan(catalog, store)
+    shown = plan.model_copy(update={"env": {"HF_TOKEN": "hf_abc", "THREADS": "2"}}).shown()
+    assert shown["env"] == {"HF_TOKEN": "***", "THREADS": "2"}

@@ -1,0 +1,47 @@
+"""Staging from either store: parallel, verified, progress in the init log."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+import hooks.staging
+from hooks.local_store import LocalFolderStore
+from hooks.node_cache import NodeCache
+from hooks.s3_store import S3Store, s3_store_from_url
+from hooks.staging import stage_node
+from octotrain.storage import ObjectStore
+from tests.hooks.test_node_cache import put_version
+
+MIB = 1024 * 1024
+
+
+@pytest.fixture(params=["local", "s3"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> ObjectStore:
+    if request.param == "local":
+        return LocalFolderStore(tmp_path / "objects")
+    plain = s3_store_from_url(request.getfixturevalue("s3_bucket"), attempts=2,
+                              first_wait_seconds=0.05)  # fmt: skip
+    return S3Store(client=plain.client, bucket=plain.bucket, prefix="o", multipart_chunk_mib=5)
+
+
+def test_many_files_and_a_large_one_are_staged_verified_with_progress(
+    store: ObjectStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(hooks.staging, "PROGRESS_EVERY_SECONDS", 0.0)
+    files = {f"part-{n:03}.csv": os.urandom(2000) for n in range(40)} | {
+        "large.bin": os.urandom(11 * MIB)
+    }
+    source = put_version(store, tmp_path, "datasets/p/d/v1", files)
+    notes: list[str] = []
+    cache = NodeCache(tmp_path / "cache", max_bytes=1024 * MIB)
+    [report] = stage_node(store, cache, [(source, tmp_path / "run" / "d_v1")], notes.append)
+    assert (report.files, report.size) == (41, sum(len(data) for data in files.values()))
+    for relative, data in files.items():
+        assert (tmp_path / "run" / "d_v1" / relative).read_bytes() == data
+    progress = [n for n in notes if re.search(r"of 11\.\d MiB \(\d+%\) at .*/s, ETA \d+s", n)]
+    assert progress, notes
+    assert notes[0].startswith("downloading 11.") and "for 1 input(s)" in notes[0]
