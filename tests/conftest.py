@@ -146,7 +146,12 @@ def s3_server() -> Iterator[str]:
 
 @pytest.fixture
 def s3_bucket(s3_server: str) -> str:
-    """A new, empty bucket on the S3 server; yields its object-store URL."""
+    """A new, empty bucket on the S3 server; its object-store URL."""
+    return new_s3_bucket(s3_server)
+
+
+def new_s3_bucket(s3_server: str) -> str:
+    """Create an empty bucket on the S3 server; return its object-store URL."""
     import boto3
 
     name = f"octotrain-{uuid.uuid4().hex[:12]}"

@@ -1,7 +1,7 @@
 """Data caches: pre-staged copies of a dataset version, with an expiry.
 
 Creating a cache (or asking for a refresh) records the request; the data-cache job
-(``dags/data_caches.py``, or ``octotrain cache fill``) does the copying, which may take long for
+(``dags/store_jobs.py``, or ``octotrain cache fill``) does the copying, which may take long for
 large datasets. A cache is ``caching`` until its first copy is complete, then ``cached`` until
 it expires and ``expired`` after; both may be used as a data input (the manual). A failed first
 copy makes it ``failed``, with the reason.

@@ -1,5 +1,7 @@
-"""A training task run through Airflow end to end (``dag.test()``), on SQLite and PostgreSQL:
-Airflow's metadata DB and the catalog both live on the backend under test."""
+"""A training task run through Airflow end to end (``dag.test()``), in the two shapes of an
+installation: the embedded default (SQLite for Airflow's metadata DB and the catalog, a local
+folder as object store) and the production one (PostgreSQL for both, MinIO/S3 as object store,
+here an S3-compatible server on 127.0.0.1 reached through an Airflow connection)."""
 
 from __future__ import annotations
 
@@ -13,9 +15,11 @@ from typing import Any
 
 import pytest
 
+from hooks.object_store import object_store_from_url
 from octotrain.contracts import NodeLogNames
 from octotrain.settings import REPO_ROOT
-from tests.conftest import postgres_database
+from octotrain.storage import ObjectStore
+from tests.conftest import new_s3_bucket, postgres_database
 
 SCENARIOS = ["demo", "node-fails", "missing-refs"]
 
@@ -26,6 +30,7 @@ SCENARIOS = ["demo", "node-fails", "missing-refs"]
 def backend(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[dict[str, str], Path]]:
+    """The environment of the runner process and its root folder."""
     root = tmp_path_factory.mktemp(f"e2e-{request.param}")
     env = {
         key: value
@@ -47,6 +52,8 @@ def backend(
     airflow_url, catalog_url = (next(database) for database in databases)
     env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = airflow_url
     env["OCTOTRAIN_CATALOG_URL"] = catalog_url
+    env["OCTOTRAIN_OBJECT_STORE_URL"] = new_s3_bucket(request.getfixturevalue("s3_server"))
+    env["AIRFLOW_CONN_MOTO_TEST"] = os.environ["AIRFLOW_CONN_MOTO_TEST"]
     yield env, root
     for database in databases:
         next(database, None)
@@ -82,12 +89,25 @@ def results(backend: tuple[dict[str, str], Path]) -> dict[str, dict[str, Any]]:
     return found
 
 
+def object_store(backend: tuple[dict[str, str], Path]) -> ObjectStore:
+    env, root = backend
+    return object_store_from_url(
+        env.get("OCTOTRAIN_OBJECT_STORE_URL", f"file://{root}/state/objects")
+    )
+
+
+def stored(store: ObjectStore, key: str, scratch: Path) -> bytes:
+    copy = scratch / "copy"
+    store.get_file(key, copy)
+    return copy.read_bytes()
+
+
 def run_folder(root: Path, result: dict[str, Any]) -> Path:
     return root / "state" / "runs" / str(result["task_id"]) / result["run"]["run_key"]
 
 
 def test_demo_run_succeeds_with_logs_metrics_and_a_model_version(
-    results: dict[str, dict[str, Any]], backend: tuple[dict[str, str], Path]
+    results: dict[str, dict[str, Any]], backend: tuple[dict[str, str], Path], tmp_path: Path
 ) -> None:
     _, root = backend
     demo = results["demo"]
@@ -99,15 +119,15 @@ def test_demo_run_succeeds_with_logs_metrics_and_a_model_version(
     assert demo["run"]["lineage_inputs"] == ["dataset"]  # house-prices v1, relationally
 
     folder = run_folder(root, demo)
-    objects = root / "state" / "objects"
+    store = object_store(backend)
     staged: dict[str, bool] = {}
     for node_index in ("distributed-0", "distributed-1"):
         names = NodeLogNames(task_id=demo["task_id"], node_index=node_index)
         for name in names.always():
             local = folder / "logs" / name
             assert local.is_file(), name
-            collected = objects / "runs" / str(demo["task_id"]) / folder.name / "logs" / name
-            assert collected.read_bytes() == local.read_bytes()
+            collected = f"runs/{demo['task_id']}/{folder.name}/logs/{name}"
+            assert stored(store, collected, tmp_path) == local.read_bytes()
         assert not (folder / "logs" / names.supplemental).exists()
         assert "final mse" in (folder / "logs" / names.train).read_text()
         init = (folder / "logs" / names.init).read_text()
@@ -122,14 +142,13 @@ def test_demo_run_succeeds_with_logs_metrics_and_a_model_version(
 
     # The nodes share this machine's node cache: one downloads, the other reuses its copy.
     assert sorted(staged.values()) == [False, True]
-    version = objects / demo["run"]["model_prefix"]
-    assert sorted(p.relative_to(version).as_posix() for p in version.rglob("*") if p.is_file()) == [
+    prefix = demo["run"]["model_prefix"]
+    assert [info.key.removeprefix(prefix + "/") for info in store.list(prefix)] == [
         "model.json",
         "rank-0/weights.npz",
         "rank-1/weights.npz",
     ]
-    staging = objects / "staging"
-    assert not staging.exists() or not any(path.is_file() for path in staging.rglob("*"))
+    assert store.list("staging") == []
 
 
 def test_failing_node_fails_the_run_stops_the_others_and_archives_nothing(
@@ -159,9 +178,9 @@ def test_failing_node_fails_the_run_stops_the_others_and_archives_nothing(
     for name in names.values():
         for file_name in name.always():
             assert (logs / file_name).exists(), file_name
-    runs = root / "state" / "objects" / "models" / "demo" / "house-price-model" / "runs"
-    archived = results["demo"]["run"]["model_prefix"].rsplit("/", 1)[-1]
-    assert [p.name for p in runs.iterdir()] == [archived]  # the failed run left nothing
+    runs = object_store(backend).list("models/demo/house-price-model/runs")
+    archived = results["demo"]["run"]["model_prefix"]
+    assert {"/".join(info.key.split("/")[:5]) for info in runs} == {archived}
 
 
 def test_missing_references_fail_validate_before_anything_is_staged(

@@ -12,6 +12,7 @@ from sqlalchemy.exc import OperationalError
 from hooks.catalog import CatalogHook
 from hooks.local_store import LocalFolderStore
 from hooks.model_archive import archive_outputs
+from hooks.s3_store import s3_store_from_url
 from octotrain.catalog.models import ModelVersion, Run, RunState, TrainingTask
 from octotrain.planning import RunPlan, build_run_plan
 from octotrain.storage import ObjectStoreUnavailable
@@ -94,3 +95,18 @@ def test_secrets_in_the_environment_are_masked_in_lineage(
     plan = demo_plan(catalog, store)
     shown = plan.model_copy(update={"env": {"HF_TOKEN": "hf_abc", "THREADS": "2"}}).shown()
     assert shown["env"] == {"HF_TOKEN": "***", "THREADS": "2"}
+
+
+def test_an_unreachable_store_is_retried_then_nothing_is_archived(
+    catalog: CatalogHook, store: LocalFolderStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan = demo_plan(catalog, store)
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_GONE",
+        '{"conn_type": "aws", "login": "access", "password": "secret", '
+        '"extra": {"endpoint_url": "http://127.0.0.1:9"}}',
+    )
+    gone = s3_store_from_url("s3://models?conn_id=gone", attempts=3, first_wait_seconds=0.05)
+    with pytest.raises(ObjectStoreUnavailable, match="after 3 attempts"):
+        archive_outputs(catalog, gone, plan, outputs(tmp_path), plan.lineage)
+    assert versions(catalog) == 0

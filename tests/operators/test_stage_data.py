@@ -6,13 +6,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from airflow.sdk.exceptions import AirflowFailException
+from sqlalchemy import delete
 
+from hooks.catalog import CatalogHook
 from hooks.local_store import LocalFolderStore
 from hooks.mounts import MountUnavailable, expose_mount
 from hooks.node_cache import NodeCache
-from octotrain.planning import RunPlan
+from octotrain.catalog.models import DatasetVersion, TrainingTask
+from octotrain.planning import RunPlan, build_run_plan
 from octotrain.run_layout import RunLayout
-from operators.stage_data import stage_one_node
+from octotrain.settings import get_settings
+from operators.stage_data import StageDataOperator, stage_one_node
+from tests.factories import seed
 from tests.hooks.test_node_cache import put_version
 
 PLAN = RunPlan.model_validate(
@@ -65,3 +71,35 @@ def test_a_mount_needs_the_store_visible_as_files(tmp_path: Path) -> None:
     assert target.resolve() == (tmp_path / "bucket" / "datasets/p/d/v1").resolve()
     with pytest.raises(MountUnavailable, match="is not on this node"):
         expose_mount(store, "datasets/p/d/v9", tmp_path / "m" / "x", tmp_path / "bucket")
+
+
+class _TaskInstance:
+    """What ``stage_data`` asks of Airflow's task instance: the plan ``validate`` pushed."""
+
+    def __init__(self, plan: RunPlan) -> None:
+        self.plan = plan
+
+    def xcom_pull(self, *, task_ids: str, key: str) -> dict[str, object]:
+        assert (task_ids, key) == ("validate", "plan")
+        return self.plan.model_dump(mode="json")
+
+
+def test_an_input_deleted_after_validation_fails_staging_by_name_in_every_init_log(
+    octotrain_env: Path, catalog: CatalogHook, tmp_path: Path
+) -> None:
+    store = LocalFolderStore(octotrain_env / "objects")
+    demo = seed(catalog, store)
+    with catalog.session() as session:
+        task = session.get(TrainingTask, demo.task_id)
+        plan = build_run_plan(session, task, run_id="manual__1", master_addr="127.0.0.1",
+                              master_port=1, triggered_by="")  # fmt: skip
+    with catalog.session() as session:  # deleted behind the catalog's back, as by an admin
+        session.execute(delete(DatasetVersion))
+    operator = StageDataOperator(task_id="stage_data", training_task_id=demo.task_id)
+    with pytest.raises(AirflowFailException, match="dataset house-prices_v1 was deleted"):
+        operator.execute({"ti": _TaskInstance(plan)})  # type: ignore[arg-type]
+    layout = RunLayout(get_settings().runs_dir, demo.task_id, plan.run_key)
+    for node in plan.node_indices:
+        init = layout.log_path(layout.log_names(node).init).read_text()
+        assert "ERROR dataset house-prices_v1 was deleted after this run was validated" in init
+        assert not (layout.node_folders(node).dataset / "house-prices_v1").exists()
