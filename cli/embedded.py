@@ -22,6 +22,7 @@ from cli.demo import seed_demo
 from hooks.airflow_rest import TERMINAL_RUN_STATES, AirflowApiError, AirflowRestClient
 from hooks.catalog import CatalogHook
 from hooks.object_store import object_store_from_url
+from octotrain.catalog.backfill import backfill_manifests
 from octotrain.catalog.models import Run
 from octotrain.contracts import dag_id_for
 from octotrain.run_layout import RunLayout
@@ -52,7 +53,11 @@ def bring_up(settings: Settings, *, port: int, echo: Callable[[str], None]) -> i
     """Run the embedded default; return the exit status for the command."""
     catalog = CatalogHook(settings.catalog_url)
     catalog.migrate()
-    demo = seed_demo(catalog, object_store_from_url(settings.object_store_url))
+    store = object_store_from_url(settings.object_store_url)
+    with catalog.session() as session:
+        for prefix in backfill_manifests(session, store):
+            echo(f"recorded the checksums of {prefix}/ (stored before checksums were kept)")
+    demo = seed_demo(catalog, store)
     echo(
         f"catalog ready ({settings.catalog_url}); demo task {demo.task_id} '{demo.task_name}'"
         + (f", created {', '.join(demo.created)}" if demo.created else ", reused")

@@ -21,6 +21,7 @@ from cli.output import reported
 from cli.task_commands import tasks_app
 from hooks.catalog import CatalogHook
 from hooks.object_store import object_store_from_url
+from octotrain.catalog.backfill import backfill_manifests
 from octotrain.settings import get_settings
 
 app = typer.Typer(help="Octotrain: training tasks on Apache Airflow.", no_args_is_help=True)
@@ -37,9 +38,15 @@ app.add_typer(tasks_app, name="task")
 
 @app.command("init")
 def init() -> None:
-    """Create or upgrade the catalog schema."""
+    """Create or upgrade the catalog schema (and record the checksums of files stored before
+    checksums were kept)."""
     settings = get_settings()
-    CatalogHook(settings.catalog_url).migrate()
+    catalog = CatalogHook(settings.catalog_url)
+    catalog.migrate()
+    with reported(), catalog.session() as session:
+        recorded = backfill_manifests(session, object_store_from_url(settings.object_store_url))
+    for prefix in recorded:
+        typer.echo(f"recorded the checksums of {prefix}/")
     typer.echo(f"catalog at {settings.catalog_url} is up to date")
 
 

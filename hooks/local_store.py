@@ -45,35 +45,36 @@ class LocalFolderStore:
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = self._partial(target)
         try:
-            digest = copy_hashing(source, partial)
+            digest = copy_hashing(source, partial)[0]
             partial.chmod(READ_ONLY)
             partial.replace(target)
         except OSError as error:
             partial.unlink(missing_ok=True)
             raise ObjectStoreError(f"cannot write {key}: {error}") from error
         stat = target.stat()
-        return ObjectInfo(key=key, size=stat.st_size, modified=stat.st_mtime, sha256=digest)
+        return ObjectInfo(key=key, size=stat.st_size, modified=stat.st_mtime, checksum=digest)
 
     def get_file(
         self,
         key: str,
         destination: Path,
         *,
-        sha256: str | None = None,
+        checksum: str | None = None,
         progress: Progress | None = None,
     ) -> ObjectInfo:
-        source = self._path(key)
-        if not source.is_file():
-            raise ObjectNotFound(f"object {key} does not exist in {self.url}")
-        destination.parent.mkdir(parents=True, exist_ok=True)
+        # Plain strings and no existence check first: staging reads many small objects, and
+        # opening the source tells whether it exists anyway.
+        source = f"{self.root}/{validate_key(key)}"
+        os.makedirs(os.path.dirname(destination), exist_ok=True)
         try:
-            digest = copy_hashing(source, destination, progress)
+            digest, size, modified = copy_hashing(source, destination, progress)
+        except FileNotFoundError:
+            raise ObjectNotFound(f"object {key} does not exist in {self.url}") from None
         except OSError as error:
-            destination.unlink(missing_ok=True)
+            Path(destination).unlink(missing_ok=True)
             raise ObjectStoreError(f"cannot read {key} into {destination}: {error}") from error
-        checked_digest(key, sha256, digest, destination)
-        stat = source.stat()
-        return ObjectInfo(key=key, size=stat.st_size, modified=stat.st_mtime, sha256=digest)
+        checked_digest(key, checksum, digest, Path(destination))
+        return ObjectInfo(key=key, size=size, modified=modified, checksum=digest)
 
     def list(self, prefix: str) -> list[ObjectInfo]:
         base = self._path(prefix.rstrip("/"))

@@ -1,6 +1,6 @@
 """Archiving a run's OUTPUT as the next version of a model repository, all or nothing.
 
-The files are uploaded under the run's own prefix (several at a time, each one's SHA-256
+The files are uploaded under the run's own prefix (several at a time, each one's checksum
 computed as it is sent), the upload is checked against the local files (every file there,
 with its size), and only then is the version written: its number taken, its row pointing at
 the prefix, its manifest, lineage and lineage edges, and the run marked archived, in one

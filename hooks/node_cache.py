@@ -1,22 +1,30 @@
 """A node's local cache of staged data, keyed by content digest, bounded, least recently used
 evicted first.
 
-An entry is the files of one manifest, downloaded and verified once, kept read-only under
-``<root>/<digest>/`` with their recorded sizes and modification times in
-``<root>/<digest>.json``. A run's ``DATASET/<name>`` (or ``MODEL``) receives hard links to the
-entry's files, so a second run with the same inputs stages in the time it takes to check a
-few ``stat`` calls and make the links. An entry whose files were changed or removed fails
-that check and is downloaded again. Entries are locked while they are filled or linked
-(``fcntl``), so the nodes of a run on one machine download each input once, and eviction never
-takes an entry from under a run (a link taken before the eviction keeps its data anyway).
+An *entry* is the files of one manifest, downloaded and verified once, kept read-only under
+``<root>/<digest>/``, the files' modification times recorded in ``<root>/<digest>.json``. A
+node's ``DATASET`` (or ``MODEL``) is a link to a *view*: a read-only folder of real sub-folders
+(``<dataset>_<version>/`` …) whose files are hard links to the entries' files, kept under
+``<root>/views/`` for each set of inputs. So a second run with the same inputs stages in the
+time it takes to ``stat`` the view's files and make one link, while the training code sees
+plain folders (``os.walk`` and ``rglob`` descend into them). An entry or view whose files were
+changed or removed fails that check and is made again.
+
+Entries are locked while they are filled (``fcntl``), so the nodes of a run on one machine
+download each input once, and pinned while a run uses them (``<root>/.pins/<digest>/<run>``),
+so that eviction never takes one from under a run. ``unpin`` releases a run's pins when it
+ends; pins older than ``STALE_PIN_SECONDS`` are taken as left by a run that died. Evicting an
+entry removes the views made of it (their links would keep its disk space).
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,9 +34,13 @@ from typing import Any
 
 from octotrain.manifests import Manifest, total_size
 
-READ_ONLY = 0o444
+READ_ONLY_FILE = 0o444
+READ_ONLY_FOLDER = 0o555
 # Room left free on the data disk beside what staging writes.
 DISK_RESERVE_BYTES = 64 * 1024 * 1024
+STALE_PIN_SECONDS = 30 * 24 * 3600
+# A view's part that is an entry itself (a single input model is MODEL).
+WHOLE = ""
 
 
 class DiskTooSmall(RuntimeError):
@@ -43,6 +55,16 @@ class Entry:
     last_used: float
 
 
+@dataclass(frozen=True)
+class ViewPart:
+    """One input in a view: the entry ``digest`` of ``manifest``, under ``name`` (``WHOLE``:
+    the view is the entry itself)."""
+
+    name: str
+    digest: str
+    manifest: Manifest
+
+
 class NodeCache:
     def __init__(
         self,
@@ -54,8 +76,10 @@ class NodeCache:
         self.root = root
         self.max_bytes = max_bytes
         self.free_bytes = free_bytes
-        for folder in (root, root / ".incoming", root / ".locks"):
-            folder.mkdir(parents=True, exist_ok=True)
+        for folder in ("", ".incoming", ".locks", ".pins", "views"):
+            (root / folder).mkdir(parents=True, exist_ok=True)
+
+    # ---- entries --------------------------------------------------------------------------
 
     def entry_path(self, digest: str) -> Path:
         return self.root / digest
@@ -79,21 +103,12 @@ class NodeCache:
 
     def is_valid(self, digest: str, manifest: Manifest) -> bool:
         """The entry holds exactly the manifest's files, unchanged since they were verified."""
-        try:
-            recorded: dict[str, Any] = json.loads(self._record(digest).read_text())
-        except (OSError, ValueError):
+        recorded = _read_json(self._record(digest))
+        if recorded is None:
             return False
-        if set(recorded.get("files", {})) != set(manifest):
-            return False
-        base = self.entry_path(digest)
-        for relative, seen in recorded["files"].items():
-            try:
-                stat = (base / relative).stat()
-            except OSError:
-                return False
-            if stat.st_size != manifest[relative]["size"] or stat.st_mtime_ns != seen["mtime_ns"]:
-                return False
-        return True
+        files = recorded["files"]
+        expected = {path: (entry["size"], files.get(path)) for path, entry in manifest.items()}
+        return len(files) == len(manifest) and _unchanged(f"{self.entry_path(digest)}/", expected)
 
     def touch(self, digest: str) -> None:
         os.utime(self._record(digest))
@@ -105,52 +120,100 @@ class NodeCache:
         return folder
 
     def commit(self, digest: str, folder: Path, manifest: Manifest) -> Path:
-        """Make ``folder`` (fully downloaded and verified) the entry of ``digest``."""
-        files = {}
-        for relative in manifest:
-            path = folder / relative
-            path.chmod(READ_ONLY)
-            files[relative] = {"mtime_ns": path.stat().st_mtime_ns}
-        target = self.entry_path(digest)
+        """Make ``folder`` (fully downloaded and verified) the read-only entry of ``digest``."""
+        files = _seal(folder, list(manifest))
         self.remove(digest)
-        folder.replace(target)
-        partial = self._record(digest).with_suffix(".json.partial")
-        partial.write_text(json.dumps({"files": files, "size": total_size(manifest)}))
-        partial.replace(self._record(digest))
-        return target
+        folder.replace(self.entry_path(digest))
+        _write_json(self._record(digest), {"files": files, "size": total_size(manifest)})
+        return self.entry_path(digest)
 
     def remove(self, digest: str) -> None:
+        """Remove an entry, and the views made of it."""
+        for record in (self.root / "views").glob("*.json"):
+            view = _read_json(record)
+            if view is None or digest in view["digests"]:
+                record.unlink(missing_ok=True)
+                discard(record.with_suffix(""))
         self._record(digest).unlink(missing_ok=True)
-        self.discard(self.entry_path(digest))
+        discard(self.entry_path(digest))
 
-    def discard(self, folder: Path) -> None:
-        """Remove an entry's or an incoming download's folder, read-only files included."""
-        if not folder.exists():
-            return
-        for path in folder.rglob("*"):
-            if path.is_file():
-                path.chmod(0o644)
-        shutil.rmtree(folder)
+    # ---- views ----------------------------------------------------------------------------
+
+    def view(self, parts: list[ViewPart]) -> Path:
+        """The view of ``parts`` (each a valid entry), made unless a valid one exists."""
+        if len(parts) == 1 and parts[0].name == WHOLE:
+            return self.entry_path(parts[0].digest)
+        key = hashlib.sha256(
+            "".join(f"{part.name}\0{part.digest}\n" for part in parts).encode()
+        ).hexdigest()
+        path, record = self.root / "views" / key, self.root / "views" / f"{key}.json"
+        recorded = _read_json(record)
+        if recorded is not None:
+            files = recorded["files"]
+            expected = {
+                name: (entry["size"], files.get(name))
+                for part in parts
+                for relative, entry in part.manifest.items()
+                if (name := f"{part.name}/{relative}")
+            }
+            if len(files) == len(expected) and _unchanged(f"{path}/", expected):
+                os.utime(record)
+                return path
+        record.unlink(missing_ok=True)
+        discard(path)
+        folder = self.root / ".incoming" / f"view-{key[:16]}-{uuid.uuid4().hex[:8]}"
+        relatives = []
+        for part in parts:
+            source, target = f"{self.entry_path(part.digest)}/", f"{folder}/{part.name}/"
+            for relative in part.manifest:
+                os.makedirs(os.path.dirname(target + relative), exist_ok=True)
+                os.link(source + relative, target + relative)
+                relatives.append(f"{part.name}/{relative}")
+        files = _seal(folder, relatives)
+        folder.replace(path)
+        _write_json(record, {"files": files, "digests": [part.digest for part in parts]})
+        return path
+
+    # ---- pins and eviction ----------------------------------------------------------------
+
+    def pin(self, digest: str, holder: str) -> None:
+        """Keep the entry while ``holder`` (a run's node) uses it."""
+        pins = self.root / ".pins" / digest
+        pins.mkdir(parents=True, exist_ok=True)
+        (pins / holder).touch()
+
+    def unpin(self, holder_prefix: str) -> None:
+        """Release every pin whose holder starts with ``holder_prefix`` (a run ended)."""
+        for pin in self.root.glob(".pins/*/*"):
+            if pin.name.startswith(holder_prefix):
+                pin.unlink(missing_ok=True)
+
+    def pinned(self, digest: str) -> bool:
+        now = time.time()
+        return any(
+            now - pin.stat().st_mtime < STALE_PIN_SECONDS
+            for pin in (self.root / ".pins" / digest).glob("*")
+        )
 
     def entries(self) -> list[Entry]:
         found = []
         for record in self.root.glob("*.json"):
-            try:
-                size = int(json.loads(record.read_text())["size"])
-                last_used = record.stat().st_mtime
-            except (OSError, ValueError, KeyError):
+            recorded = _read_json(record)
+            if recorded is None:
                 continue
             digest = record.stem
-            found.append(Entry(digest, self.entry_path(digest), size, last_used))
+            size, used = int(recorded["size"]), record.stat().st_mtime
+            found.append(Entry(digest, self.entry_path(digest), size, used))
         return sorted(found, key=lambda entry: entry.last_used)
 
     def make_room(self, needed: int, *, keep: set[str]) -> None:
-        """Evict least recently used entries until ``needed`` more bytes fit both the cache's
-        bound and the disk; ``DiskTooSmall`` if they cannot."""
+        """Evict least recently used entries (not pinned, not locked, not in ``keep``) until
+        ``needed`` more bytes fit both the cache's bound and the disk; ``DiskTooSmall`` if
+        they cannot."""
         for entry in self.entries():
             if self._fits(needed):
                 break
-            if entry.digest in keep:
+            if entry.digest in keep or self.pinned(entry.digest):
                 continue
             with self.locked(entry.digest, wait=False) as acquired:
                 if acquired:
@@ -164,21 +227,30 @@ class NodeCache:
             )
 
     def _fits(self, needed: int) -> bool:
+        if not needed:
+            return True
         used = sum(entry.size for entry in self.entries())
         disk_ok = self.free_bytes(self.root) - DISK_RESERVE_BYTES >= needed
         return disk_ok and used + needed <= self.max_bytes
 
 
-def link_tree(entry: Path, manifest: Manifest, target: Path) -> None:
-    """Give ``target`` the entry's files as hard links (copies across file systems)."""
-    for relative in manifest:
-        source, destination = entry / relative, target / relative
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        destination.unlink(missing_ok=True)
-        try:
-            os.link(source, destination)
-        except OSError:
-            shutil.copy2(source, destination)
+def expose(view: Path, target: Path) -> None:
+    """Make ``target`` (``DATASET`` or ``MODEL``) a link to ``view``."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_symlink() or target.is_file():
+        target.unlink()
+    elif target.is_dir():
+        target.rmdir()  # the empty folder the node's layout made; a full one is an error
+    target.symlink_to(view, target_is_directory=True)
+
+
+def discard(folder: Path) -> None:
+    """Remove a folder of the cache (entries and views are read-only: made writable first)."""
+    if not folder.exists():
+        return
+    for path, _folders, _files in os.walk(folder):
+        os.chmod(path, 0o755)
+    shutil.rmtree(folder)
 
 
 def human_bytes(count: float) -> str:
@@ -190,3 +262,40 @@ def human_bytes(count: float) -> str:
         if count < 1024 or unit == "GiB":
             break
     return f"{count:.1f} {unit}"
+
+
+def _seal(folder: Path, relatives: list[str]) -> dict[str, int]:
+    """Make ``folder`` read-only; return each file's modification time (ns)."""
+    base = f"{folder}/"
+    files = {}
+    for relative in relatives:
+        os.chmod(base + relative, READ_ONLY_FILE)
+        files[relative] = os.stat(base + relative).st_mtime_ns
+    for path, _folders, _files in os.walk(folder):
+        os.chmod(path, READ_ONLY_FOLDER)
+    return files
+
+
+def _unchanged(base: str, expected: dict[str, tuple[int, int | None]]) -> bool:
+    """Every file under ``base`` has its (size, recorded modification time)."""
+    for relative, (size, mtime_ns) in expected.items():
+        try:
+            stat = os.stat(base + relative)
+        except OSError:
+            return False
+        if stat.st_size != size or stat.st_mtime_ns != mtime_ns:
+            return False
+    return True
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        return dict(json.loads(path.read_text()))
+    except (OSError, ValueError):
+        return None
+
+
+def _write_json(path: Path, document: dict[str, Any]) -> None:
+    partial = path.with_suffix(".json.partial")
+    partial.write_text(json.dumps(document))
+    partial.replace(path)

@@ -7,10 +7,11 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 from hooks.local_store import LocalFolderStore
-from hooks.s3_store import s3_store_from_url
+from hooks.s3_store import S3Store, s3_store_from_url
 from octotrain.settings import get_settings
 from octotrain.storage import ObjectInfo, ObjectStore, ObjectStoreError, prefix_of
 
@@ -20,13 +21,19 @@ def object_store_from_url(url: str) -> ObjectStore:
     if url.startswith("file://"):
         return LocalFolderStore(Path(url.removeprefix("file://")))
     if url.startswith("s3://"):
-        settings = get_settings()
-        return s3_store_from_url(
-            url,
-            attempts=settings.object_store_attempts,
-            first_wait_seconds=settings.object_store_retry_wait_seconds,
-        )
+        return _s3_store(url)
     raise ObjectStoreError(f"object store {url!r}: use file://<folder> or s3://<bucket>")
+
+
+@lru_cache(maxsize=8)
+def _s3_store(url: str) -> S3Store:
+    """One client (and transfer manager, with its connections) per bucket URL per process."""
+    settings = get_settings()
+    return s3_store_from_url(
+        url,
+        attempts=settings.object_store_attempts,
+        first_wait_seconds=settings.object_store_retry_wait_seconds,
+    )
 
 
 def default_object_store() -> ObjectStore:

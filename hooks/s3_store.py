@@ -4,12 +4,13 @@
 (type ``aws``) gives the credentials as login and password and, for MinIO, the endpoint as
 ``{"endpoint_url": "http://minio:9000"}`` in its extra. Transfers go through boto3's transfer
 manager: multipart uploads and parallel ranged downloads above ``multipart_chunk_mib``, with
-the SHA-256 computed as the bytes pass. Transient failures (the store unreachable, 5xx,
+the checksum (BLAKE3) computed as the bytes pass. Transient failures (the store unreachable, 5xx,
 throttling) are retried with exponential backoff; then ``ObjectStoreUnavailable`` says so.
 """
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -18,9 +19,11 @@ from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlparse
 
 import boto3
-from boto3.s3.transfer import TransferConfig
+from boto3.s3.transfer import TransferConfig, create_transfer_manager
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
+from s3transfer.manager import TransferManager
+from s3transfer.subscribers import BaseSubscriber
 from tenacity import (
     RetryError,
     Retrying,
@@ -46,6 +49,14 @@ MIB = 1024 * 1024
 DEFAULT_CONNECTION = "minio_default"
 TRANSIENT_CODES = {"SlowDown", "RequestTimeout", "InternalError", "ServiceUnavailable", "503"}
 DELETE_BATCH = 1000
+
+
+class _ProgressSubscriber(BaseSubscriber):
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+
+    def on_progress(self, future: Any, bytes_transferred: int, **kwargs: Any) -> None:
+        self.progress(bytes_transferred)
 
 
 def _transient(error: BaseException) -> bool:
@@ -87,6 +98,17 @@ class S3Store:
             max_concurrency=concurrency,
             use_threads=True,
         )
+        self._manager: TransferManager | None = None
+        self._manager_lock = threading.Lock()
+
+    @property
+    def manager(self) -> TransferManager:
+        """One transfer manager for every transfer of this store: its threads and connections
+        are shared, so that many small objects cost no more than their requests."""
+        with self._manager_lock:
+            if self._manager is None:
+                self._manager = create_transfer_manager(self.client, self.transfer)
+            return self._manager
 
     def _key(self, key: str) -> str:
         return self.prefix + validate_key(key)
@@ -117,19 +139,19 @@ class S3Store:
         def upload() -> str:
             with source.open("rb") as handle:
                 reader = HashingReader(handle)
-                self.client.upload_fileobj(reader, self.bucket, full, Config=self.transfer)
+                self.manager.upload(reader, self.bucket, full).result()
             return reader.digest.hexdigest()
 
         digest = self._retrying(f"write {key}", upload, key=key)
         size = source.stat().st_size
-        return ObjectInfo(key=key, size=size, modified=source.stat().st_mtime, sha256=digest)
+        return ObjectInfo(key=key, size=size, modified=source.stat().st_mtime, checksum=digest)
 
     def get_file(
         self,
         key: str,
         destination: Path,
         *,
-        sha256: str | None = None,
+        checksum: str | None = None,
         progress: Progress | None = None,
     ) -> ObjectInfo:
         full = self._key(key)
@@ -137,11 +159,10 @@ class S3Store:
         partial = destination.with_name(f".{destination.name}.{uuid.uuid4().hex[:12]}.part")
 
         def download() -> HashingWriter:
+            subscribers = [_ProgressSubscriber(progress)] if progress else None
             with partial.open("wb") as handle:
                 writer = HashingWriter(handle)
-                self.client.download_fileobj(
-                    self.bucket, full, writer, Config=self.transfer, Callback=progress
-                )
+                self.manager.download(self.bucket, full, writer, subscribers=subscribers).result()
             return writer
 
         try:
@@ -150,9 +171,9 @@ class S3Store:
             partial.unlink(missing_ok=True)
             raise
         digest = writer.digest.hexdigest()
-        checked_digest(key, sha256, digest, partial)
+        checked_digest(key, checksum, digest, partial)
         partial.replace(destination)
-        return ObjectInfo(key=key, size=writer.size, modified=0.0, sha256=digest)
+        return ObjectInfo(key=key, size=writer.size, modified=0.0, checksum=digest)
 
     def list(self, prefix: str) -> list[ObjectInfo]:
         base = self._key(prefix.rstrip("/")) + "/"

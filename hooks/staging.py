@@ -2,28 +2,39 @@
 before the algorithm starts.
 
 Each input is fetched once per node machine into the node cache (``hooks/node_cache``),
-several files at a time, every file checked against the SHA-256 its manifest recorded, then
-hard-linked into the node's folder. Free space is checked before anything is downloaded. What
-happens is written to the node's init log: what was reused, and for downloads their progress
-(bytes, rate, ETA) and their throughput.
+several files at a time, every file checked against the checksum its manifest recorded; the
+node's ``DATASET`` and ``MODEL`` are then read-only views of the cache entries. Free space is
+checked before anything is downloaded. What happens is written to the node's init log: what
+was reused, and for downloads their progress (bytes, rate, ETA) and their throughput.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from hooks.node_cache import NodeCache, human_bytes, link_tree
+from hooks.node_cache import WHOLE, NodeCache, ViewPart, discard, expose, human_bytes
 from octotrain.input_sources import StageSource
 from octotrain.manifests import total_size
-from octotrain.storage import ObjectStore, prefix_of
+from octotrain.storage import ObjectStore, ObjectStoreError, prefix_of
 
 Note = Callable[[str], None]
 PROGRESS_EVERY_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class StageTarget:
+    """A node folder (``DATASET`` or ``MODEL``) and the inputs it shows: one sub-folder per
+    input, or, with ``whole``, the single input's files themselves."""
+
+    path: Path
+    sources: list[StageSource] = field(default_factory=list)
+    whole: bool = False
 
 
 @dataclass(frozen=True)
@@ -63,46 +74,52 @@ class _Progress:
 def stage_node(
     store: ObjectStore,
     cache: NodeCache,
-    inputs: list[tuple[StageSource, Path]],
+    targets: list[StageTarget],
     note: Note,
     *,
+    holder: str,
     workers: int = 8,
 ) -> list[StageReport]:
-    """Give each ``(source, target folder)`` its files; raise (after noting why) on failure."""
-    missing = [
-        src for src, _ in inputs if not (src.digest and cache.is_valid(src.digest, src.manifest))
-    ]
-    needed = sum(total_size(src.manifest) for src in missing)
-    cache.make_room(needed, keep={src.digest for src, _ in inputs})
+    """Give each target its inputs; the entries used are pinned for ``holder`` (the run's
+    node) until it unpins them."""
+    sources = [source for target in targets for source in target.sources]
+    unrecorded = [source.name for source in sources if not source.digest]
+    if unrecorded:
+        raise ObjectStoreError(
+            f"no checksums were recorded for {', '.join(unrecorded)}; run `octotrain init` "
+            "to record them"
+        )
+    missing = {s.digest: s for s in sources if not cache.is_valid(s.digest, s.manifest)}
+    needed = sum(total_size(source.manifest) for source in missing.values())
+    cache.make_room(needed, keep={source.digest for source in sources})
     if needed:
         note(f"downloading {human_bytes(needed)} for {len(missing)} input(s) into {cache.root}")
     reports = []
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for source, target in inputs:
-            reports.append(_stage_one(store, cache, pool, source, target, note))
+        for source in sources:
+            reports.append(_stage_entry(store, cache, pool, source, note, holder))
+    for target in targets:
+        if target.sources:
+            parts = [
+                ViewPart(WHOLE if target.whole else s.name, s.digest, s.manifest)
+                for s in target.sources
+            ]
+            expose(cache.view(parts), target.path)
     return reports
 
 
-def _stage_one(
+def _stage_entry(
     store: ObjectStore,
     cache: NodeCache,
     pool: ThreadPoolExecutor,
     source: StageSource,
-    target: Path,
     note: Note,
+    holder: str,
 ) -> StageReport:
     started = time.monotonic()
     size = total_size(source.manifest)
-    if not source.digest:
-        note(
-            f"staging {source.kind} {source.name}: {len(source.manifest)} files, "
-            f"{human_bytes(size)}, without verification (its checksums were never recorded)"
-        )
-        _download(store, pool, source, target, _Progress(source.name, size, note))
-        return StageReport(
-            source.name, False, len(source.manifest), size, time.monotonic() - started
-        )
     with cache.locked(source.digest):
+        cache.pin(source.digest, holder)
         reused = cache.is_valid(source.digest, source.manifest)
         if reused:
             cache.touch(source.digest)
@@ -116,9 +133,8 @@ def _stage_one(
                 _download(store, pool, source, folder, _Progress(source.name, size, note))
                 cache.commit(source.digest, folder, source.manifest)
             except BaseException:
-                cache.discard(folder)
+                discard(folder)
                 raise
-        link_tree(cache.entry_path(source.digest), source.manifest, target)
     seconds = max(time.monotonic() - started, 1e-6)
     if reused:
         note(
@@ -128,7 +144,7 @@ def _stage_one(
     else:
         note(
             f"staged {source.name}: {len(source.manifest)} files, {human_bytes(size)} in "
-            f"{seconds:.2f}s ({human_bytes(size / seconds)}/s), every file's SHA-256 verified"
+            f"{seconds:.2f}s ({human_bytes(size / seconds)}/s), every file's checksum verified"
         )
     return StageReport(source.name, reused, len(source.manifest), size, seconds)
 
@@ -140,12 +156,14 @@ def _download(
     folder: Path,
     progress: _Progress,
 ) -> None:
-    base = prefix_of(source.object_prefix)
+    base, target = prefix_of(source.object_prefix), f"{folder}/"
+    for parent in {os.path.dirname(relative) for relative in source.manifest}:
+        os.makedirs(target + parent, exist_ok=True)
 
     def fetch(item: tuple[str, dict[str, object]]) -> None:
         relative, entry = item
-        expected = str(entry["sha256"]) or None
-        store.get_file(base + relative, folder / relative, sha256=expected, progress=progress.add)
+        store.get_file(base + relative, Path(target + relative), checksum=str(entry["blake3"]),
+                       progress=progress.add)  # fmt: skip
 
     # list() so that the first failure is raised here, after the others have ended.
     list(pool.map(fetch, sorted(source.manifest.items())))

@@ -48,6 +48,11 @@ class RunLayout:
     def log_path(self, name: str) -> Path:
         return self.logs_dir / name
 
+    def cache_holder(self, node_index: str) -> str:
+        """Who pins node-cache entries while the run uses them: one node of this run (with
+        ``""``, the prefix of every node's, which ``collect_logs`` releases)."""
+        return f"{self.task_id}-{self.run_key}-{node_index}"
+
     @property
     def object_prefix(self) -> str:
         return f"runs/{self.task_id}/{self.run_key}"

@@ -1,17 +1,17 @@
 """The object-store interface the domain relies on; its backends are in ``hooks/``.
 
 Keys are ``/``-separated paths (``datasets/demo/iris/v1/train.csv``). Every transfer computes
-the SHA-256 of the bytes as they pass (``ObjectInfo.sha256``), so that checksums are recorded
-when objects are written (in the catalog's manifests) and verified when they are read, without
-reading anything twice. The catalog services take a store as an argument, so they depend on
-this interface only, never on a backend.
+the checksum (BLAKE3) of the bytes as they pass (``ObjectInfo.checksum``), so that checksums
+are recorded when objects are written (in the catalog's manifests) and verified when they are
+read, without reading anything twice. The catalog services take a store as an argument, so
+they depend on this interface only, never on a backend.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Protocol
 
 # Called with the number of bytes moved since the last call, as a transfer goes on.
@@ -23,9 +23,9 @@ class ObjectInfo:
     key: str
     size: int
     modified: float
-    # The SHA-256 of the content, when this operation moved the bytes (put, get); "" in
-    # listings, which do not read content.
-    sha256: str = ""
+    # The BLAKE3 checksum of the content (hex), when this operation moved the bytes (put,
+    # get); "" in listings, which do not read content.
+    checksum: str = ""
 
 
 class ObjectStoreError(RuntimeError):
@@ -56,7 +56,7 @@ class ObjectStore(Protocol):
         key: str,
         destination: Path,
         *,
-        sha256: str | None = None,
+        checksum: str | None = None,
         progress: Progress | None = None,
     ) -> ObjectInfo:
         """Download ``key`` to ``destination``; with ``sha256``, a copy whose content differs is
@@ -79,8 +79,7 @@ class ObjectStore(Protocol):
 
 def validate_key(key: str) -> str:
     """Refuse keys that could escape the store (``..``, absolute, empty parts)."""
-    path = PurePosixPath(key)
-    if not key or path.is_absolute() or any(part in ("", ".", "..") for part in key.split("/")):
+    if not key or key.startswith("/") or any(part in ("", ".", "..") for part in key.split("/")):
         raise ObjectStoreError(f"invalid object key {key!r}")
     return key
 
@@ -95,6 +94,6 @@ def checked_digest(key: str, expected: str | None, actual: str, copy: Path) -> N
     if expected is not None and expected != actual:
         copy.unlink(missing_ok=True)
         raise ChecksumMismatch(
-            f"{key}: its content has SHA-256 {actual}, but {expected} was recorded; "
+            f"{key}: its content has checksum {actual}, but {expected} was recorded; "
             "the corrupt copy was removed"
         )

@@ -15,7 +15,7 @@ from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowFailException
 
 from hooks.catalog import default_catalog
-from hooks.hashing_io import file_sha256
+from hooks.hashing_io import file_checksum
 from hooks.model_archive import ArchiveFailed, archive_outputs
 from hooks.object_store import default_object_store
 from octotrain.catalog.models import ModelVersion, Run
@@ -68,7 +68,7 @@ def merged_outputs(layout: RunLayout, node_indices: list[str]) -> dict[str, Path
             earlier = files.get(relative)
             if earlier is None:
                 files[relative] = path
-            elif file_sha256(earlier) != file_sha256(path):
+            elif file_checksum(earlier) != file_checksum(path):
                 raise AirflowFailException(
                     f"nodes wrote different content to OUTPUT/{relative} "
                     f"({earlier} and {path}); write the model from one rank only"

@@ -1,7 +1,8 @@
 """``collect_logs``: after every node has ended, however it ended, keep its logs and metrics.
 
 The run folder is local to the machine that ran the nodes; the object store is what the log
-and metrics pages read once the run is over, so everything is copied there. The catalog run
+and metrics pages read once the run is over, so everything is copied there. The run's pins on
+node-cache entries are released: its inputs may now be evicted. The catalog run
 is marked failed here when any node did not succeed, since ``archive_model`` will not run.
 """
 
@@ -13,8 +14,10 @@ from airflow.sdk import Context
 from sqlalchemy import update
 
 from hooks.catalog import default_catalog
+from hooks.node_cache import NodeCache
 from hooks.object_store import default_object_store, upload_folder
 from octotrain.catalog.models import Run, RunState
+from octotrain.settings import get_settings
 from operators.training_stage import TrainingStageOperator
 
 
@@ -49,6 +52,8 @@ class CollectLogsOperator(TrainingStageOperator):
                         ended_at=datetime.now(UTC),
                     )
                 )
+        settings = get_settings()
+        NodeCache(settings.node_cache_dir, max_bytes=0).unpin(layout.cache_holder(""))
         self.log.info(
             "collected %d log files and %d metrics files to %s", len(logs), metrics, store.url
         )

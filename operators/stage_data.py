@@ -22,7 +22,7 @@ from hooks.catalog import default_catalog
 from hooks.mounts import MountUnavailable, expose_mount
 from hooks.node_cache import DiskTooSmall, NodeCache
 from hooks.object_store import default_object_store
-from hooks.staging import stage_node
+from hooks.staging import StageTarget, stage_node
 from octotrain.input_sources import StageSource, current_sources
 from octotrain.planning import RunPlan
 from octotrain.run_layout import RunLayout
@@ -88,13 +88,12 @@ def stage_one_node(
     data, models, mounts = sources
     folders = layout.node_folders(node_index)
     folders.create()
-    inputs = [(source, folders.dataset / source.name) for source in data]
-    # One input version: its files are MODEL itself; several: one sub-folder each.
-    inputs += [
-        (source, folders.model if len(models) == 1 else folders.model / source.name)
-        for source in models
+    targets = [
+        StageTarget(folders.dataset, data),
+        # One input version: its files are MODEL itself; several: one sub-folder each.
+        StageTarget(folders.model, models, whole=len(models) == 1),
     ]
-    stage_node(store, cache, inputs, note)
+    stage_node(store, cache, targets, note, holder=layout.cache_holder(node_index))
     for source in mounts:
         path = expose_mount(store, source.object_prefix, folders.mounts / source.name, mounts_root)
         note(f"mounted {source.name} read-only at {path} (no download)")

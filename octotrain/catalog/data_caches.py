@@ -214,7 +214,7 @@ def _check_copy(store: ObjectStore, prefix: str, manifest: Manifest) -> None:
 def _listed_manifest(store: ObjectStore, prefix: str) -> Manifest:
     """For versions imported before manifests were recorded: sizes only, no checksums."""
     return {
-        info.key[len(prefix) + 1 :]: {"size": info.size, "sha256": ""}
+        info.key[len(prefix) + 1 :]: {"size": info.size, "blake3": ""}
         for info in store.list(prefix)
     }
 

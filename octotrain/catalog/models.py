@@ -117,7 +117,7 @@ class RunState(enum.StrEnum):
 class StoredFiles:
     """The files of a dataset version, data cache or model version in the object store: their
     prefix, and the manifest recorded when they were written ({relative path: {"size",
-    "sha256"}}), against which every download is verified. ``content_digest`` (over the
+    "blake3"}}), against which every download is verified. ``content_digest`` (over the
     manifest) identifies the content itself, e.g. for a node's local cache."""
 
     object_prefix: Mapped[str] = mapped_column(String(512))

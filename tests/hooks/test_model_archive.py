@@ -56,7 +56,7 @@ def test_a_version_points_at_the_runs_upload_with_manifest_and_lineage(
     assert version.version == 1
     assert version.object_prefix == f"models/demo/house-price-model/runs/{plan.run_key}"
     assert set(version.manifest) == {"model.json", "rank-0/w.npz"}
-    assert len(version.manifest["rank-0/w.npz"]["sha256"]) == 64
+    assert len(version.manifest["rank-0/w.npz"]["blake3"]) == 64
     with catalog.session() as session:
         row = session.get(ModelVersion, version.id)
         assert [edge.via for edge in row.inputs] == ["dataset"]

@@ -1,29 +1,33 @@
-"""The node cache: downloaded and verified once, reused after a cheap check, linked read-only,
-bounded with least recently used entries evicted, refusing inputs the disk cannot hold."""
+"""The node cache: downloaded and verified once, reused after a cheap check, shown read-only
+as plain folders, bounded with least recently used entries evicted (never one a running run
+uses), refusing inputs the disk cannot hold."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from hooks.node_cache import DiskTooSmall, NodeCache, link_tree
-from hooks.staging import stage_node
+from hooks.node_cache import DiskTooSmall, NodeCache
+from hooks.staging import StageReport, StageTarget, stage_node
 from octotrain.input_sources import StageSource
 from octotrain.manifests import content_digest, manifest_of
 from octotrain.storage import ChecksumMismatch, ObjectStore
 from tests.store_doubles import CountingStore
 
 GIB = 1024**3
+HOLDER = "task-1-run-single-0"
 
 
 def put_version(
     store: ObjectStore, tmp_path: Path, prefix: str, files: dict[str, bytes]
 ) -> StageSource:
+    """Upload ``files`` as a version under ``prefix``; its source as the catalog would give."""
     written = []
     for relative, data in files.items():
-        source = tmp_path / "upload" / relative
+        source = tmp_path / "upload" / prefix / relative
         source.parent.mkdir(parents=True, exist_ok=True)
         source.write_bytes(data)
         written.append(store.put_file(f"{prefix}/{relative}", source))
@@ -32,36 +36,54 @@ def put_version(
     return StageSource(name, "dataset", prefix, manifest, content_digest(manifest))
 
 
+def stage(
+    store: ObjectStore,
+    cache: NodeCache,
+    sources: list[StageSource],
+    dataset: Path,
+    note: Callable[[str], None] = lambda _note: None,
+    holder: str = HOLDER,
+) -> list[StageReport]:
+    return stage_node(store, cache, [StageTarget(dataset, sources)], note, holder=holder)
+
+
 def test_a_second_stage_reuses_the_verified_copy_without_reading_the_store(tmp_path: Path) -> None:
     store = CountingStore(tmp_path / "objects")
-    source = put_version(
-        store, tmp_path, "datasets/p/d/v1", {"a.csv": b"x" * 1000, "b/c.bin": b"y"}
-    )
+    files = {"a.csv": b"x" * 1000, "b/c.bin": b"y"}
+    source = put_version(store, tmp_path, "datasets/p/d/v1", files)
     cache = NodeCache(tmp_path / "cache", max_bytes=GIB)
     notes: list[str] = []
-    first = stage_node(store, cache, [(source, tmp_path / "run1" / "d_v1")], notes.append)
-    assert (first[0].reused, store.reads) == (False, 2)
-    second = stage_node(store, cache, [(source, tmp_path / "run2" / "d_v1")], notes.append)
-    assert (second[0].reused, store.reads) == (True, 2)
-    linked = tmp_path / "run2" / "d_v1" / "a.csv"
-    assert linked.read_bytes() == b"x" * 1000
-    assert linked.stat().st_ino == (cache.entry_path(source.digest) / "a.csv").stat().st_ino
-    assert linked.stat().st_mode & 0o222 == 0  # read-only: a run cannot change the cache
+    [first] = stage(store, cache, [source], tmp_path / "run1" / "dataset", notes.append)
+    assert (first.reused, store.reads) == (False, 2)
+    [second] = stage(store, cache, [source], tmp_path / "run2" / "dataset", notes.append)
+    assert (second.reused, store.reads) == (True, 2)
+    dataset = tmp_path / "run2" / "dataset"
+    assert dataset.is_symlink()
+    folder = dataset / source.name
+    assert folder.is_dir() and not folder.is_symlink()  # a plain folder: os.walk enters it
+    assert sorted(str(p.relative_to(dataset)) for p in dataset.rglob("*.csv")) == [
+        f"{source.name}/a.csv"
+    ]
+    assert (folder / "b" / "c.bin").read_bytes() == b"y"
+    assert (folder / "a.csv").stat().st_mode & 0o222 == 0  # a run cannot change the cache
+    assert folder.stat().st_mode & 0o222 == 0  # nor add files to it
     assert any("reused the verified copy in the node cache (2 files" in n for n in notes)
-    assert any("every file's SHA-256 verified" in n for n in notes)
+    assert any("every file's checksum verified" in n for n in notes)
 
 
 def test_a_changed_entry_is_downloaded_again(tmp_path: Path) -> None:
     store = CountingStore(tmp_path / "objects")
     source = put_version(store, tmp_path, "datasets/p/d/v1", {"a.csv": b"x" * 100})
     cache = NodeCache(tmp_path / "cache", max_bytes=GIB)
-    stage_node(store, cache, [(source, tmp_path / "run1")], print)
-    cached = cache.entry_path(source.digest) / "a.csv"
-    cached.chmod(0o644)
-    cached.write_bytes(b"z" * 100)  # same size, new modification time
+    stage(store, cache, [source], tmp_path / "run1")
+    entry = cache.entry_path(source.digest)
+    entry.chmod(0o755)
+    (entry / "a.csv").chmod(0o644)
+    (entry / "a.csv").write_bytes(b"z" * 100)  # same size, new modification time
     assert not cache.is_valid(source.digest, source.manifest)
-    [report] = stage_node(store, cache, [(source, tmp_path / "run2")], print)
-    assert not report.reused and (tmp_path / "run2" / "a.csv").read_bytes() == b"x" * 100
+    [report] = stage(store, cache, [source], tmp_path / "run2")
+    assert not report.reused
+    assert (tmp_path / "run2" / source.name / "a.csv").read_bytes() == b"x" * 100
 
 
 def test_least_recently_used_entries_are_evicted_to_stay_within_the_bound(tmp_path: Path) -> None:
@@ -72,24 +94,28 @@ def test_least_recently_used_entries_are_evicted_to_stay_within_the_bound(tmp_pa
     ]
     cache = NodeCache(tmp_path / "cache", max_bytes=1000)
     for number, source in enumerate(sources):
-        stage_node(store, cache, [(source, tmp_path / f"run{number}")], print)
+        holder = f"task-1-run{number}-single-0"
+        stage(store, cache, [source], tmp_path / f"run{number}", holder=holder)
         os.utime(cache.root / f"{source.digest}.json", (number, number))  # a clear order of use
+        cache.unpin(f"task-1-run{number}-")  # the run ended
     assert [entry.digest for entry in cache.entries()] == [s.digest for s in sources[1:]]
-    # the run that used the evicted entry keeps its data (a link outlives the entry)
-    assert (tmp_path / "run0" / "f.bin").read_bytes() == bytes([0]) * 400
+    assert not (tmp_path / "run0").resolve().exists()  # its view went with its entry
 
 
-def test_an_entry_in_use_is_not_evicted(tmp_path: Path) -> None:
+def test_an_entry_a_running_run_uses_is_not_evicted(tmp_path: Path) -> None:
     store = CountingStore(tmp_path / "objects")
     old, new = (
         put_version(store, tmp_path, f"datasets/p/d/v{n}", {"f.bin": bytes([n]) * 600})
         for n in range(2)
     )
     cache = NodeCache(tmp_path / "cache", max_bytes=1000)
-    stage_node(store, cache, [(old, tmp_path / "run0")], print)
-    with cache.locked(old.digest), pytest.raises(DiskTooSmall, match="cache bound 1000 B"):
-        stage_node(store, cache, [(new, tmp_path / "run1")], print)
-    assert cache.is_valid(old.digest, old.manifest)
+    stage(store, cache, [old], tmp_path / "run0", holder="task-1-run0-single-0")
+    with pytest.raises(DiskTooSmall, match="cache bound 1000 B"):
+        stage(store, cache, [new], tmp_path / "run1", holder="task-1-run1-single-0")
+    assert (tmp_path / "run0" / old.name / "f.bin").read_bytes() == bytes([0]) * 600
+    cache.unpin("task-1-run0-")  # run 0 ended: its entry may go
+    stage(store, cache, [new], tmp_path / "run1", holder="task-1-run1-single-0")
+    assert [entry.digest for entry in cache.entries()] == [new.digest]
 
 
 def test_inputs_larger_than_the_free_disk_fail_before_any_download(tmp_path: Path) -> None:
@@ -99,7 +125,7 @@ def test_inputs_larger_than_the_free_disk_fail_before_any_download(tmp_path: Pat
         tmp_path / "cache", max_bytes=GIB, free_bytes=lambda _path: 64 * 1024 * 1024 + 100
     )
     with pytest.raises(DiskTooSmall, match=r"need 4\.9 KiB but the node's data disk .* has 100 B"):
-        stage_node(store, small_disk, [(source, tmp_path / "run")], print)
+        stage(store, small_disk, [source], tmp_path / "run")
     assert store.reads == 0 and not (tmp_path / "run").exists()
 
 
@@ -110,16 +136,22 @@ def test_a_corrupt_object_fails_the_stage_and_leaves_no_copy(tmp_path: Path) -> 
     stored.chmod(0o644)
     stored.write_bytes(b"evil")  # same size, other content
     cache = NodeCache(tmp_path / "cache", max_bytes=GIB)
-    with pytest.raises(ChecksumMismatch, match=r"datasets/p/d/v1/a\.bin: its content has SHA-256"):
-        stage_node(store, cache, [(source, tmp_path / "run")], print)
+    with pytest.raises(ChecksumMismatch, match=r"datasets/p/d/v1/a\.bin: its content has checksum"):
+        stage(store, cache, [source], tmp_path / "run")
     assert not cache.entry_path(source.digest).exists()
     assert list((cache.root / ".incoming").iterdir()) == []
     assert not (tmp_path / "run").exists()
 
 
-def test_links_become_copies_across_file_systems(tmp_path: Path) -> None:
-    entry = tmp_path / "entry"
-    (entry / "x").mkdir(parents=True)
-    (entry / "x" / "f").write_text("data")
-    link_tree(entry, {"x/f": {"size": 4, "sha256": ""}}, tmp_path / "target")
-    assert (tmp_path / "target" / "x" / "f").read_text() == "data"
+def test_a_view_is_shared_by_runs_with_the_same_inputs_and_made_per_set(tmp_path: Path) -> None:
+    store = CountingStore(tmp_path / "objects")
+    one, two = (
+        put_version(store, tmp_path, f"datasets/p/d/v{n}", {"f.bin": bytes([n])}) for n in (1, 2)
+    )
+    cache = NodeCache(tmp_path / "cache", max_bytes=GIB)
+    stage(store, cache, [one, two], tmp_path / "a")
+    stage(store, cache, [one, two], tmp_path / "b")
+    stage(store, cache, [one], tmp_path / "c")
+    assert (tmp_path / "a").resolve() == (tmp_path / "b").resolve()
+    assert (tmp_path / "a").resolve() != (tmp_path / "c").resolve()
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == sorted([one.name, two.name])

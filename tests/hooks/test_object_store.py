@@ -3,11 +3,11 @@ and MinIO/S3 (an S3-compatible server on 127.0.0.1)."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
 import pytest
+from blake3 import blake3
 
 from hooks.local_store import LocalFolderStore
 from hooks.object_store import object_store_from_url, upload_folder
@@ -40,23 +40,23 @@ def write(path: Path, data: bytes) -> Path:
     return path
 
 
-def test_put_and_get_record_and_verify_the_sha256(any_store: ObjectStore, tmp_path: Path) -> None:
+def test_put_and_get_record_and_verify_the_checksum(any_store: ObjectStore, tmp_path: Path) -> None:
     data = os.urandom(12 * MIB + 123)  # above the multipart size: parts and ranged reads
-    expected = hashlib.sha256(data).hexdigest()
+    expected = blake3(data).hexdigest()
     put = any_store.put_file("datasets/p/d/v1/big.bin", write(tmp_path / "big.bin", data))
-    assert (put.sha256, put.size) == (expected, len(data))
+    assert (put.checksum, put.size) == (expected, len(data))
     got = any_store.get_file(
-        "datasets/p/d/v1/big.bin", tmp_path / "out" / "big.bin", sha256=expected
+        "datasets/p/d/v1/big.bin", tmp_path / "out" / "big.bin", checksum=expected
     )
-    assert got.sha256 == expected
+    assert got.checksum == expected
     assert (tmp_path / "out" / "big.bin").read_bytes() == data
 
 
 def test_a_corrupt_copy_is_removed_and_named(any_store: ObjectStore, tmp_path: Path) -> None:
     any_store.put_file("m/x.bin", write(tmp_path / "x.bin", b"actual content"))
     target = tmp_path / "out" / "x.bin"
-    with pytest.raises(ChecksumMismatch, match=r"m/x\.bin: its content has SHA-256"):
-        any_store.get_file("m/x.bin", target, sha256=hashlib.sha256(b"recorded").hexdigest())
+    with pytest.raises(ChecksumMismatch, match=r"m/x\.bin: its content has checksum"):
+        any_store.get_file("m/x.bin", target, checksum=blake3(b"recorded").hexdigest())
     assert not target.exists()
     assert list(target.parent.iterdir()) == []  # no partial file left either
 

@@ -12,9 +12,8 @@ import hooks.staging
 from hooks.local_store import LocalFolderStore
 from hooks.node_cache import NodeCache
 from hooks.s3_store import S3Store, s3_store_from_url
-from hooks.staging import stage_node
 from octotrain.storage import ObjectStore
-from tests.hooks.test_node_cache import put_version
+from tests.hooks.test_node_cache import put_version, stage
 
 MIB = 1024 * 1024
 
@@ -38,10 +37,11 @@ def test_many_files_and_a_large_one_are_staged_verified_with_progress(
     source = put_version(store, tmp_path, "datasets/p/d/v1", files)
     notes: list[str] = []
     cache = NodeCache(tmp_path / "cache", max_bytes=1024 * MIB)
-    [report] = stage_node(store, cache, [(source, tmp_path / "run" / "d_v1")], notes.append)
+    dataset = tmp_path / "run" / "dataset"
+    [report] = stage(store, cache, [source], dataset, notes.append)
     assert (report.files, report.size) == (41, sum(len(data) for data in files.values()))
     for relative, data in files.items():
-        assert (tmp_path / "run" / "d_v1" / relative).read_bytes() == data
+        assert (dataset / source.name / relative).read_bytes() == data
     progress = [n for n in notes if re.search(r"of 11\.\d MiB \(\d+%\) at .*/s, ETA \d+s", n)]
     assert progress, notes
     assert notes[0].startswith("downloading 11.") and "for 1 input(s)" in notes[0]

@@ -1,0 +1,309 @@
+"""Benchmark: staging data inputs and archiving a model, against plain copies in the same run.
+
+For each backend (the local folder store; MinIO/S3, here an S3-compatible server started on
+127.0.0.1 in its own process) it measures:
+
+- staging a dataset of one large file, and of many small files, with an empty node cache
+  (download, checksum verification of every file, links into DATASET), against the plain copy:
+  ``cp -r`` of the store's folder (local), boto3's transfer manager (S3), with the same
+  concurrency and part size. Ratio: baseline time / staging time (throughput; goal >= 0.9);
+- the same staging again with the node cache warm. Ratio: warm / cold time (goal <= 0.05);
+- archiving a large model (upload with checksums, check, version committed in a SQLite catalog)
+  against ``cp`` (local) or boto3's ``upload_file`` (S3). Ratio: baseline / archive time.
+
+Each figure is the median of ``--repeat`` runs, baseline and Octotrain alternating, each
+started after flushing written data to disk.
+
+    uv run python -m bench.staging [--gib 1] [--small-files 10000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import Any
+
+import boto3
+import httpx
+from boto3.s3.transfer import TransferConfig, create_transfer_manager
+
+from hooks.local_process import free_port
+from hooks.local_store import LocalFolderStore
+from hooks.node_cache import NodeCache
+from hooks.s3_store import S3Store
+from hooks.staging import StageTarget, stage_node
+from octotrain.input_sources import StageSource
+from octotrain.manifests import content_digest, manifest_of
+from octotrain.storage import ObjectStore
+
+MIB = 1024 * 1024
+GIB = 1024 * MIB
+CONCURRENCY = 8
+CHUNK_MIB = 16
+# (what, seconds, ratio)
+Figure = tuple[str, float, float]
+
+
+def write_random(path: Path, size: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    block = os.urandom(16 * MIB)
+    with path.open("wb") as handle:
+        left = size
+        while left > 0:
+            handle.write(block[: min(left, len(block))])
+            left -= len(block)
+
+
+def make_dataset(root: Path, total: int, files: int) -> dict[str, Path]:
+    """``files`` files (one: a single large file) of ``total`` bytes together."""
+    if files == 1:
+        write_random(root / "data.bin", total)
+        return {"data.bin": root / "data.bin"}
+    block = os.urandom(total // files)
+    made = {}
+    for number in range(files):
+        path = root / f"part-{number // 1000:02}" / f"{number:05}.bin"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(block[:-8] + number.to_bytes(8, "big"))
+        made[path.relative_to(root).as_posix()] = path
+    return made
+
+
+def upload(store: ObjectStore, files: dict[str, Path], prefix: str) -> StageSource:
+    with ThreadPoolExecutor(max_workers=CONCURRENCY) as pool:
+        written = list(
+            pool.map(lambda item: store.put_file(f"{prefix}/{item[0]}", item[1]), files.items())
+        )
+    manifest = manifest_of(written, prefix)
+    return StageSource(
+        prefix.rsplit("/", 1)[-1], "dataset", prefix, manifest, content_digest(manifest)
+    )
+
+
+@contextmanager
+def s3_server() -> Iterator[str]:
+    port = free_port()
+    server = subprocess.Popen(
+        [str(Path(sys.executable).with_name("moto_server")), "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(100):
+            try:
+                httpx.get(url, timeout=1)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        yield url
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def s3_client(url: str) -> Any:
+    return boto3.client(
+        "s3",
+        endpoint_url=url,
+        region_name="us-east-1",
+        aws_access_key_id="bench",
+        aws_secret_access_key="bench",
+    )
+
+
+def timed(action: Callable[[], object]) -> float:
+    """Seconds ``action`` takes, from a clean page cache (written data flushed first): large
+    writes are otherwise slowed by the previous measure's writeback."""
+    os.sync()
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+class Bench:
+    def __init__(self, backend: str, root: Path, store: ObjectStore, client: Any) -> None:
+        self.backend, self.root, self.store, self.client = backend, root, store, client
+        self.config = TransferConfig(
+            multipart_threshold=CHUNK_MIB * MIB,
+            multipart_chunksize=CHUNK_MIB * MIB,
+            max_concurrency=CONCURRENCY,
+        )
+
+    def fresh(self, name: str) -> Path:
+        path = self.root / name
+        if path.exists():
+            for item in path.rglob("*"):
+                if item.is_file():
+                    item.chmod(0o644)
+            shutil.rmtree(path)
+        return path
+
+    def baseline_download(self, source: StageSource) -> None:
+        target = self.fresh("baseline")
+        if isinstance(self.store, LocalFolderStore):
+            subprocess.run(
+                ["cp", "-r", str(self.store.local_path(source.object_prefix)), str(target)],
+                check=True,
+            )
+            return
+        assert isinstance(self.store, S3Store)
+        with create_transfer_manager(self.client, self.config) as manager:
+            futures = []
+            for relative in source.manifest:
+                path = target / relative
+                path.parent.mkdir(parents=True, exist_ok=True)
+                key = f"{self.store.prefix}{source.object_prefix}/{relative}"
+                futures.append(manager.download(self.store.bucket, key, str(path)))
+            for future in futures:
+                future.result()
+
+    def stage(self, source: StageSource, cache: NodeCache) -> None:
+        """Stage into a new run's DATASET (a fresh folder, as each run has)."""
+        dataset = self.root / "runs" / uuid.uuid4().hex / "dataset"
+        stage_node(
+            self.store,
+            cache,
+            [StageTarget(dataset, [source])],
+            lambda _note: None,
+            holder="bench-",
+            workers=CONCURRENCY,
+        )
+
+    def staging(
+        self, label: str, source: StageSource, repeat: int
+    ) -> list[tuple[str, float, float]]:
+        baselines, colds, warms = [], [], []
+        for _ in range(repeat):
+            baselines.append(timed(lambda: self.baseline_download(source)))
+            self.fresh("runs")
+            cache = NodeCache(self.fresh("cache"), max_bytes=64 * GIB)
+            colds.append(timed(lambda cache=cache: self.stage(source, cache)))
+            warms.append(timed(lambda cache=cache: self.stage(source, cache)))
+        baseline, cold, warm = (statistics.median(x) for x in (baselines, colds, warms))
+        return [
+            (f"stage {label}: baseline", baseline, 1.0),
+            (f"stage {label}: cold cache", cold, baseline / cold),
+            (f"stage {label}: warm cache", warm, warm / cold),
+        ]
+
+    def archive(self, model: Path, repeat: int) -> list[Figure]:
+        archive_once = demo_archiver(self.store, self.root)
+        baselines, ours = [], []
+        for number in range(repeat):
+            if isinstance(self.store, LocalFolderStore):
+                target = self.fresh("baseline-model") / "model.bin"
+                target.parent.mkdir(parents=True)
+                baselines.append(timed(lambda target=target: shutil.copyfile(model, target)))
+            else:
+                assert isinstance(self.store, S3Store)
+                key = f"{self.store.prefix}baseline/model-{number}.bin"
+                baselines.append(
+                    timed(
+                        lambda key=key: self.client.upload_file(
+                            str(model), self.store.bucket, key, Config=self.config
+                        )
+                    )
+                )
+            ours.append(timed(lambda number=number: archive_once(model, number)))
+        baseline, archived = statistics.median(baselines), statistics.median(ours)
+        return [
+            ("archive model: baseline", baseline, 1.0),
+            ("archive model: Octotrain", archived, baseline / archived),
+        ]
+
+
+def demo_archiver(store: ObjectStore, root: Path) -> Callable[[Path, int], object]:
+    """Archive a file as a version of the demo repository (SQLite catalog, prepared once)."""
+    from cli.demo import seed_demo
+    from hooks.catalog import CatalogHook
+    from hooks.model_archive import archive_outputs
+    from octotrain.catalog.models import Run, RunState, TrainingTask
+    from octotrain.planning import build_run_plan
+
+    catalog = CatalogHook(f"sqlite:///{root / 'catalog.db'}")
+    catalog.migrate()
+    task_id = seed_demo(catalog, LocalFolderStore(root / "demo-objects")).task_id
+
+    def archive(model: Path, number: int) -> object:
+        with catalog.session() as session:
+            task = session.get(TrainingTask, task_id)
+            plan = build_run_plan(
+                session,
+                task,
+                run_id=f"bench__{number}",
+                master_addr="127.0.0.1",
+                master_port=1,
+                triggered_by="bench",
+            )
+            run = Run(
+                task_id=task_id, airflow_run_id=plan.run_id, state=RunState.RUNNING, node_count=2
+            )
+            session.add(run)
+            session.flush()
+            plan = plan.model_copy(update={"catalog_run_id": run.id})
+        return archive_outputs(catalog, store, plan, {"model.bin": model}, plan.lineage)
+
+    return archive
+
+
+def run_backend(backend: str, arguments: argparse.Namespace) -> list[Figure]:
+    total = int(arguments.gib * GIB)
+    with tempfile.TemporaryDirectory(prefix=f"bench-staging-{backend}-") as scratch:
+        root = Path(scratch)
+        one = make_dataset(root / "src-one", total, 1)
+        many = make_dataset(root / "src-many", total, arguments.small_files)
+        with s3_server() if backend == "s3" else nullcontext() as url:
+            client = s3_client(url) if url else None
+            if client is not None:
+                client.create_bucket(Bucket="bench")
+                store: ObjectStore = S3Store(
+                    client=client,
+                    bucket="bench",
+                    prefix="o",
+                    concurrency=CONCURRENCY,
+                    multipart_chunk_mib=CHUNK_MIB,
+                )
+            else:
+                store = LocalFolderStore(root / "objects")
+            bench = Bench(backend, root, store, client)
+            one_source = upload(store, one, "datasets/bench/one/v1")
+            many_source = upload(store, many, "datasets/bench/many/v1")
+            results = bench.staging("1 file", one_source, arguments.repeat)
+            results += bench.staging(
+                f"{arguments.small_files} files", many_source, arguments.repeat
+            )
+            results += bench.archive(one["data.bin"], arguments.repeat)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gib", type=float, default=1.0, help="dataset and model size")
+    parser.add_argument("--small-files", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--backends", default="local,s3")
+    arguments = parser.parse_args()
+    print(
+        f"{arguments.gib:g} GiB; {arguments.small_files} small files; median of "
+        f"{arguments.repeat}; concurrency {CONCURRENCY}, parts {CHUNK_MIB} MiB"
+    )
+    print(f"{'backend':<8}{'measure':<34}{'seconds':>9}{'ratio':>8}")
+    for backend in arguments.backends.split(","):
+        for label, seconds, ratio in run_backend(backend, arguments):
+            print(f"{backend:<8}{label:<34}{seconds:>9.3f}{ratio:>7.2f}x")
+
+
+if __name__ == "__main__":
+    main()
