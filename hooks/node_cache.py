@@ -139,34 +139,50 @@ class NodeCache:
 
     # ---- views ----------------------------------------------------------------------------
 
-    def view(self, parts: list[ViewPart]) -> Path:
-        """The view of ``parts`` (each a valid entry), made unless a valid one exists."""
-        if len(parts) == 1 and parts[0].name == WHOLE:
-            return self.entry_path(parts[0].digest)
+    def _view_paths(self, parts: list[ViewPart]) -> tuple[Path, Path]:
         key = hashlib.sha256(
             "".join(f"{part.name}\0{part.digest}\n" for part in parts).encode()
         ).hexdigest()
-        path, record = self.root / "views" / key, self.root / "views" / f"{key}.json"
+        return self.root / "views" / key, self.root / "views" / f"{key}.json"
+
+    def valid_view(self, parts: list[ViewPart]) -> Path | None:
+        """The view of ``parts`` if one exists whose files are all unchanged (its files are
+        the entries' files, so this also checks the entries), else None."""
+        if len(parts) == 1 and parts[0].name == WHOLE:
+            part = parts[0]
+            valid = self.is_valid(part.digest, part.manifest)
+            return self.entry_path(part.digest) if valid else None
+        path, record = self._view_paths(parts)
         recorded = _read_json(record)
-        if recorded is not None:
-            files = recorded["files"]
-            expected = {
-                name: (entry["size"], files.get(name))
-                for part in parts
-                for relative, entry in part.manifest.items()
-                if (name := f"{part.name}/{relative}")
-            }
-            if len(files) == len(expected) and _unchanged(f"{path}/", expected):
-                os.utime(record)
-                return path
+        if recorded is None:
+            return None
+        files = recorded["files"]
+        expected = {
+            name: (entry["size"], files.get(name))
+            for part in parts
+            for relative, entry in part.manifest.items()
+            if (name := f"{part.name}/{relative}")
+        }
+        if len(files) != len(expected) or not _unchanged(f"{path}/", expected):
+            return None
+        os.utime(record)
+        return path
+
+    def view(self, parts: list[ViewPart]) -> Path:
+        """The view of ``parts`` (each a valid entry), made unless a valid one exists."""
+        found = self.valid_view(parts)
+        if found is not None:
+            return found
+        path, record = self._view_paths(parts)
         record.unlink(missing_ok=True)
         discard(path)
-        folder = self.root / ".incoming" / f"view-{key[:16]}-{uuid.uuid4().hex[:8]}"
+        folder = self.root / ".incoming" / f"view-{path.name[:16]}-{uuid.uuid4().hex[:8]}"
         relatives = []
         for part in parts:
             source, target = f"{self.entry_path(part.digest)}/", f"{folder}/{part.name}/"
+            for parent in {os.path.dirname(relative) for relative in part.manifest}:
+                os.makedirs(target + parent, exist_ok=True)
             for relative in part.manifest:
-                os.makedirs(os.path.dirname(target + relative), exist_ok=True)
                 os.link(source + relative, target + relative)
                 relatives.append(f"{part.name}/{relative}")
         files = _seal(folder, relatives)
