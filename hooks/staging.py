@@ -163,7 +163,7 @@ def _stage_entry(
         else:
             note(
                 f"staging {source.kind} {source.name}: {len(source.manifest)} files, "
-                f"{human_bytes(size)} from {store.url}{source.object_prefix}/"
+                f"{human_bytes(size)} from {store.url.rstrip('/')}/{source.object_prefix}/"
             )
             folder = cache.incoming(source.digest)
             try:
