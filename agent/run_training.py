@@ -1,11 +1,15 @@
 """Run the user's training command, teeing its output into the train log.
 
-    python run_training.py --train-log PATH --sidecar-log PATH -- COMMAND [ARGS...]
+    python run_training.py --train-log PATH --sidecar-log PATH
+        [--resources PATH] [--exit-file PATH] -- COMMAND [ARGS...]
 
 Both launchers start the user's command through this wrapper so that the train log holds
 exactly the program's stdout and stderr, the sidecar log records process control, and a stop
 request (SIGTERM/SIGINT) reaches the whole training process group. The exit status is the
 program's own (128 + N when it was killed by signal N), as a container runtime reports it.
+With ``--resources`` the resource monitor samples the training process into that file; with
+``--exit-file`` the exit status is also written there when the program ends (a pod's sidecar
+waits for it to make its final upload).
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ import sys
 import threading
 from pathlib import Path
 from typing import BinaryIO
+
+from resource_monitor import ResourceMonitor
 
 
 def _stamp() -> str:
@@ -43,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--train-log", type=Path, required=True)
     parser.add_argument("--sidecar-log", type=Path, required=True)
+    parser.add_argument("--resources", type=Path)
+    parser.add_argument("--exit-file", type=Path)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -61,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         with args.train_log.open("a", encoding="utf-8") as handle:
             handle.write(message + "\n")
         _control(args.sidecar_log, message)
-        return 127 if isinstance(error, FileNotFoundError) else 126
+        return _exited(args.exit_file, 127 if isinstance(error, FileNotFoundError) else 126)
 
     def forward(signum: int, _frame: object) -> None:
         # In a container the runtime signals only PID 1 (this wrapper): pass the signal on to
@@ -74,13 +82,27 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
     _control(args.sidecar_log, f"training process started, pid {child.pid}")
+    monitor = ResourceMonitor(child.pid, args.resources) if args.resources else None
+    if monitor is not None:
+        monitor.start()
     assert child.stdout is not None
     tee = threading.Thread(target=_tee, args=(child.stdout, args.train_log, sys.stdout.buffer))
     tee.start()
     code = child.wait()
     tee.join()
+    if monitor is not None:
+        monitor.stop()
     status = 128 - code if code < 0 else code
     _control(args.sidecar_log, f"training process exited with status {status}")
+    return _exited(args.exit_file, status)
+
+
+def _exited(exit_file: Path | None, status: int) -> int:
+    """Record the exit status for the pod's sidecar (written whole, then renamed)."""
+    if exit_file is not None:
+        partial = exit_file.with_name(exit_file.name + ".partial")
+        partial.write_text(str(status))
+        partial.replace(exit_file)
     return status
 
 

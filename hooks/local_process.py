@@ -79,9 +79,11 @@ class LocalNodeProcess:
         cwd: Path,
         train_log: Path,
         sidecar_log: Path,
+        resources: Path,
         stop_grace_seconds: float,
     ) -> None:
         self.command = command
+        self.resources = resources
         self.env = env
         self.cwd = cwd
         self.train_log = train_log
@@ -106,6 +108,8 @@ class LocalNodeProcess:
             str(self.train_log),
             "--sidecar-log",
             str(self.sidecar_log),
+            "--resources",
+            str(self.resources),
             "--",
             *self.command,
         ]

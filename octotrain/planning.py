@@ -24,6 +24,20 @@ from octotrain.task_rules import StagedInput, check_task
 PLANNER = Scope.administrator("octotrain-planner")
 
 
+class NodeResources(BaseModel):
+    """The resource spec a run's nodes get (what a pod requests, what a process may use)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    spec: str
+    kind: str
+    cpu: float
+    memory_mib: int
+    gpu_count: int
+    gpu_type: str = ""
+    mount_volume: str = ""
+
+
 class RunPlan(BaseModel):
     """Everything the stages of one run need, resolved once by ``validate``."""
 
@@ -43,6 +57,12 @@ class RunPlan(BaseModel):
     parameters: dict[str, Any]
     env: dict[str, str]
     run_as_user: str
+    # The uid the container runs as, unless ``container_user`` is set ("ma-user": the image's
+    # own default user, for image-only algorithms on ModelArts specs).
+    run_as_uid: int = 1000
+    container_user: str = ""
+    priority: int = 0
+    resources: NodeResources | None = None
     data_inputs: list[StagedInput]
     input_models: list[StagedInput]
     mounts: list[StagedInput]
@@ -97,6 +117,18 @@ def build_run_plan(
         parameters=resolved.parameters,
         env=resolved.env,
         run_as_user=resolved.container_user or str(spec.run_as_uid),
+        run_as_uid=spec.run_as_uid,
+        container_user=resolved.container_user,
+        priority=spec.priority,
+        resources=NodeResources(
+            spec=resolved.resource_spec.name,
+            kind=str(resolved.resource_spec.kind),
+            cpu=resolved.resource_spec.cpu,
+            memory_mib=resolved.resource_spec.memory_mib,
+            gpu_count=resolved.resource_spec.gpu_count,
+            gpu_type=resolved.resource_spec.gpu_type,
+            mount_volume=resolved.resource_spec.mount_volume,
+        ),
         data_inputs=resolved.data_inputs,
         input_models=resolved.input_models,
         mounts=resolved.mounts,

@@ -3,11 +3,13 @@
 Local folder of a run (``<runs_dir>/<task id>/<run key>/``)::
 
     logs/                       the product's log files of every node (DESIGN.md)
-    nodes/<node index>/         MODEL, DATASET, MOUNTS, OUTPUT and METRICS of one node
+    nodes/<node index>/         MODEL, DATASET, MOUNTS, OUTPUT, METRICS and the resource
+                                samples (resources.jsonl) of one node
     outcomes/<node index>.json  how each node ended, written by its launch
     ABORT                       raised when one node fails: every other node stops
 
-Object store: ``runs/<task id>/<run key>/logs/…`` and ``…/metrics/<node index>/…``; model
+Object store: ``runs/<task id>/<run key>/logs/…``, ``…/metrics/<node index>/…`` and
+``…/resources/<node index>.jsonl``; model
 versions under ``models/<project>/<repository>/``: ``runs/<run key>/`` archived by a run,
 ``<n>/`` imported.
 """
@@ -41,6 +43,10 @@ class RunLayout:
 
     def node_folders(self, node_index: str) -> NodeFolders:
         return NodeFolders.under(self.run_dir / "nodes" / node_index)
+
+    def resources_path(self, node_index: str) -> Path:
+        """The node's resource samples (agent/resource_monitor.py)."""
+        return self.run_dir / "nodes" / node_index / "resources.jsonl"
 
     def log_names(self, node_index: str) -> NodeLogNames:
         return NodeLogNames(task_id=self.task_id, node_index=node_index)

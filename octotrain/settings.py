@@ -37,6 +37,9 @@ class Settings(BaseModel):
     mounts_root: str
     object_store_attempts: int = Field(ge=1, le=20)
     object_store_retry_wait_seconds: float = Field(gt=0, le=60)
+    kubernetes_conn_id: str = Field(min_length=1)
+    kubernetes_namespace: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+    octotrain_image: str = Field(min_length=1)
     airflow_api_url: str = Field(pattern=r"^https?://")
     airflow_username: str = Field(min_length=1)
     airflow_password: str

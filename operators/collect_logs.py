@@ -36,6 +36,9 @@ class CollectLogsOperator(TrainingStageOperator):
                 metrics += len(
                     upload_folder(store, folder, f"{layout.object_prefix}/metrics/{node_index}")
                 )
+            samples = layout.resources_path(node_index)
+            if samples.is_file():
+                store.put_file(f"{layout.object_prefix}/resources/{node_index}.jsonl", samples)
         failed = [
             node_index
             for node_index in plan.node_indices

@@ -60,6 +60,7 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
             cwd=settings.local_code_dir,
             train_log=layout.log_path(names.train),
             sidecar_log=layout.log_path(names.sidecar),
+            resources=layout.resources_path(self.node_index),
             stop_grace_seconds=settings.stop_grace_seconds,
         )
         pid = self._process.start()

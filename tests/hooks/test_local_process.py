@@ -12,6 +12,7 @@ def node(tmp_path: Path, code: str, grace: float = 5) -> LocalNodeProcess:
         cwd=tmp_path,
         train_log=tmp_path / "train.log",
         sidecar_log=tmp_path / "sidecar.log",
+        resources=tmp_path / "resources.jsonl",
         stop_grace_seconds=grace,
     )
 

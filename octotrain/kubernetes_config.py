@@ -1,0 +1,56 @@
+"""``config/kubernetes.toml``: how training pods are built beyond the catalog (scheduling per
+resource spec, priority classes, the sidecar's pace), validated when it is read."""
+
+from __future__ import annotations
+
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from octotrain.settings import REPO_ROOT
+
+KUBERNETES_CONFIG_FILE = REPO_ROOT / "config" / "kubernetes.toml"
+
+
+class _Config(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PriorityClass(_Config):
+    minimum: int = Field(ge=-50, le=50)
+    name: str = Field(min_length=1, max_length=253)
+
+
+class SpecScheduling(_Config):
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    tolerations: list[dict[str, Any]] = Field(default_factory=list)
+    pod_template_file: str = ""
+    node_local_path: str = ""
+
+
+class KubernetesConfig(_Config):
+    sync_interval_seconds: float = Field(default=5, gt=0, le=300)
+    master_port: int = Field(default=29500, ge=1024, le=65535)
+    startup_timeout_seconds: int = Field(default=600, ge=10)
+    object_store_secret: str = ""
+    node_cache_host_path: str = ""
+    priority_classes: list[PriorityClass] = Field(default_factory=list)
+    resource_specs: dict[str, SpecScheduling] = Field(default_factory=dict)
+
+    def priority_class(self, priority: int) -> str:
+        """The PriorityClass of a task priority: the first class whose minimum it reaches."""
+        for entry in sorted(self.priority_classes, key=lambda item: -item.minimum):
+            if priority >= entry.minimum:
+                return entry.name
+        return ""
+
+    def scheduling(self, spec: str) -> SpecScheduling:
+        return self.resource_specs.get(spec, SpecScheduling())
+
+
+@lru_cache(maxsize=4)
+def kubernetes_config(path: Path = KUBERNETES_CONFIG_FILE) -> KubernetesConfig:
+    return KubernetesConfig.model_validate(tomllib.loads(path.read_text(encoding="utf-8")))

@@ -1,0 +1,271 @@
+"""The pods of a run: one per node, built from the run's plan (plain dicts in the Kubernetes
+API's shape, which the KubernetesPodOperator takes as its pod template).
+
+Each pod has three containers sharing a work volume (``/octotrain/work``: the node's
+``DATASET``, ``MODEL``, ``OUTPUT``, ``METRICS`` and log folder):
+
+- ``stage`` (init, the Octotrain image): stages the data inputs and input models through the
+  node cache, exactly as the local launcher does, and copies the in-pod agent into a shared
+  volume;
+- ``base`` (the algorithm's image): the agent's wrapper, which starts the resource monitor and
+  then the user's command with ``--name=value`` parameters and the training environment of
+  DESIGN.md, teeing its output to the train log;
+- ``sync`` (sidecar, the Octotrain image): every few seconds uploads the logs, metrics and
+  resource samples to the object store, and when the training ends uploads the final state
+  and ``OUTPUT``, then exits (so the pod completes).
+
+Distributed runs (several nodes) get a headless Service; each pod is ``<node>.<service>``, and
+``MASTER_ADDR`` is node 0's DNS name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from octotrain.contracts import (
+    NodeFolders,
+    NodeLogNames,
+    parameter_arguments,
+    training_environment,
+)
+from octotrain.kubernetes_config import KubernetesConfig
+from octotrain.mount_volumes import kubernetes_mounts
+from octotrain.planning import RunPlan
+
+AGENT_DIR = "/octotrain/agent"
+WORK_DIR = "/octotrain/work"
+LOGS_DIR = f"{WORK_DIR}/logs"
+CACHE_DIR = "/octotrain/cache"
+TRAIN_CONTAINER = "base"  # the KubernetesPodOperator's base container
+STAGE_CONTAINER = "stage"
+SYNC_CONTAINER = "sync"
+EXIT_FILE = f"{WORK_DIR}/exit-code"
+RESOURCES_FILE = f"{WORK_DIR}/resources.jsonl"
+LABEL_TASK = "octotrain.io/task"
+LABEL_RUN = "octotrain.io/run"
+LABEL_NODE = "octotrain.io/node"
+ANNOTATION_RUN_ID = "octotrain.io/run-id"
+
+
+@dataclass(frozen=True)
+class PodSettings:
+    """What a pod needs beside the plan: where it runs and with what."""
+
+    namespace: str
+    octotrain_image: str
+    config: KubernetesConfig
+    stop_grace_seconds: int
+    # Environment of the stage and sync containers when no Secret holds it (object store).
+    store_env: dict[str, str] = field(default_factory=dict)
+    # A partial pod spec from the resource spec, merged under the built pod.
+    template: dict[str, Any] = field(default_factory=dict)
+
+
+def run_label(plan: RunPlan) -> str:
+    """A label value (63 characters at most) naming the run."""
+    return hashlib.sha256(f"{plan.task_id}/{plan.run_key}".encode()).hexdigest()[:16]
+
+
+def service_name(plan: RunPlan) -> str:
+    """The run's headless Service: a DNS label, unique per run."""
+    return f"octotrain-{plan.task_id}-{run_label(plan)}"
+
+
+def master_address(plan: RunPlan, namespace: str) -> str:
+    """Node 0's address: its DNS name under the run's Service, or the pod itself."""
+    if plan.world_size == 1:
+        return "127.0.0.1"
+    return f"{plan.node_indices[0]}.{service_name(plan)}.{namespace}.svc.cluster.local"
+
+
+def run_prefix(plan: RunPlan) -> str:
+    """Where the run's files are in the object store (logs, metrics, outputs, stage plan)."""
+    return f"runs/{plan.task_id}/{plan.run_key}"
+
+
+def pod_labels(plan: RunPlan, node_index: str) -> dict[str, str]:
+    return {LABEL_TASK: str(plan.task_id), LABEL_RUN: run_label(plan), LABEL_NODE: node_index}
+
+
+def node_pod(plan: RunPlan, node_index: str, settings: PodSettings) -> dict[str, Any]:
+    """The pod of node ``node_index``."""
+    config = settings.config
+    resources = plan.resources
+    assert resources is not None, "a plan made by build_run_plan has its resources"
+    scheduling = config.scheduling(resources.spec)
+    folders = NodeFolders.under(Path(WORK_DIR))
+    names = NodeLogNames(task_id=plan.task_id, node_index=node_index)
+    environment = training_environment(
+        folders=folders,
+        task_id=plan.task_id,
+        run_id=plan.run_id,
+        node_index=node_index,
+        world_size=plan.world_size,
+        master_addr=plan.master_addr,
+        master_port=plan.master_port,
+        algorithm_env=plan.env,
+    ) | {
+        "PYTHONPATH": AGENT_DIR,
+        "OCTOTRAIN_MEMORY_LIMIT_BYTES": str(resources.memory_mib * 1024 * 1024),
+    }
+    mounts = [(item.name, item.object_prefix) for item in plan.mounts]
+    volumes: list[dict[str, Any]] = [
+        {"name": "octotrain-agent", "emptyDir": {}},
+        _work_volume(plan, node_index, scheduling.node_local_path),
+        (
+            {"name": "octotrain-cache",
+             "hostPath": {"path": config.node_cache_host_path, "type": "DirectoryOrCreate"}}
+            if config.node_cache_host_path
+            else {"name": "octotrain-cache", "emptyDir": {}}
+        ),
+    ]  # fmt: skip
+    train_mounts = [
+        {"name": "octotrain-agent", "mountPath": AGENT_DIR, "readOnly": True},
+        {"name": "octotrain-work", "mountPath": WORK_DIR},
+    ]
+    if mounts:
+        volume, mount_points = kubernetes_mounts(
+            resources.mount_volume, mounts, str(folders.mounts)
+        )
+        volumes.append(volume)
+        train_mounts += mount_points
+    store = _store_environment(settings)
+    limits = {"cpu": _cpu(resources.cpu), "memory": f"{resources.memory_mib}Mi"}
+    if resources.gpu_count:
+        limits["nvidia.com/gpu"] = str(resources.gpu_count)
+    prefix = run_prefix(plan)
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"train-{plan.task_id}-{node_index}",
+            "namespace": settings.namespace,
+            "labels": pod_labels(plan, node_index),
+            "annotations": {ANNOTATION_RUN_ID: plan.run_id},
+        },
+        "spec": {
+            "restartPolicy": "Never",
+            "hostname": node_index,
+            "enableServiceLinks": False,
+            "terminationGracePeriodSeconds": settings.stop_grace_seconds,
+            "securityContext": _security(plan),
+            "volumes": volumes,
+            "initContainers": [
+                {
+                    "name": STAGE_CONTAINER,
+                    "image": settings.octotrain_image,
+                    "command": [
+                        "octotrain", "node", "stage", "--plan", f"{prefix}/stage.json",
+                        "--node", node_index, "--work", WORK_DIR, "--cache", CACHE_DIR,
+                        "--agent", AGENT_DIR,
+                    ],
+                    **store,
+                    "volumeMounts": [
+                        {"name": "octotrain-agent", "mountPath": AGENT_DIR},
+                        {"name": "octotrain-work", "mountPath": WORK_DIR},
+                        {"name": "octotrain-cache", "mountPath": CACHE_DIR},
+                    ],
+                }
+            ],
+            "containers": [
+                {
+                    "name": TRAIN_CONTAINER,
+                    "image": plan.image,
+                    "command": [
+                        "python3", f"{AGENT_DIR}/run_training.py",
+                        "--train-log", f"{LOGS_DIR}/{names.train}",
+                        "--sidecar-log", f"{LOGS_DIR}/{names.sidecar}",
+                        "--exit-file", EXIT_FILE, "--resources", RESOURCES_FILE,
+                        "--", *plan.command, *parameter_arguments(plan.parameters),
+                    ],
+                    "env": [{"name": key, "value": value} for key, value in environment.items()],
+                    "resources": {"requests": dict(limits), "limits": limits},
+                    "securityContext": {"allowPrivilegeEscalation": False},
+                    "volumeMounts": train_mounts,
+                },
+                {
+                    "name": SYNC_CONTAINER,
+                    "image": settings.octotrain_image,
+                    "command": [
+                        "octotrain", "node", "sync", "--prefix", prefix, "--node", node_index,
+                        "--work", WORK_DIR, "--every", str(config.sync_interval_seconds),
+                        "--exit-file", EXIT_FILE,
+                    ],
+                    **store,
+                    "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+                    "volumeMounts": [{"name": "octotrain-work", "mountPath": WORK_DIR}],
+                },
+            ],
+        },
+    }  # fmt: skip
+    spec = pod["spec"]
+    assert isinstance(spec, dict)
+    if plan.world_size > 1:
+        spec["subdomain"] = service_name(plan)
+    if priority_class := config.priority_class(plan.priority):
+        spec["priorityClassName"] = priority_class
+    if scheduling.node_selector:
+        spec["nodeSelector"] = dict(scheduling.node_selector)
+    if scheduling.tolerations:
+        spec["tolerations"] = list(scheduling.tolerations)
+    return _merged(settings.template, pod)
+
+
+def headless_service(plan: RunPlan, namespace: str, port: int) -> dict[str, Any]:
+    """The Service that gives each pod of a distributed run its DNS name, ready or not."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": service_name(plan),
+            "namespace": namespace,
+            "labels": {LABEL_TASK: str(plan.task_id), LABEL_RUN: run_label(plan)},
+        },
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": {LABEL_RUN: run_label(plan)},
+            "ports": [{"name": "rendezvous", "port": port, "targetPort": port}],
+        },
+    }
+
+
+def _work_volume(plan: RunPlan, node_index: str, node_local_path: str) -> dict[str, Any]:
+    if not node_local_path:
+        return {"name": "octotrain-work", "emptyDir": {}}
+    path = f"{node_local_path.rstrip('/')}/{plan.task_id}-{run_label(plan)}-{node_index}"
+    return {"name": "octotrain-work", "hostPath": {"path": path, "type": "DirectoryOrCreate"}}
+
+
+def _security(plan: RunPlan) -> dict[str, Any]:
+    """The task's uid (files of the shared volumes too), or, for ``ma-user``, the image's own
+    default user: the container starts as ma-user, as on ModelArts."""
+    if plan.container_user:
+        return {"runAsNonRoot": True}
+    uid = plan.run_as_uid
+    return {"runAsUser": uid, "runAsGroup": uid, "fsGroup": uid}
+
+
+def _store_environment(settings: PodSettings) -> dict[str, Any]:
+    secret = settings.config.object_store_secret
+    if secret:
+        return {"envFrom": [{"secretRef": {"name": secret}}]}
+    return {"env": [{"name": key, "value": value} for key, value in settings.store_env.items()]}
+
+
+def _cpu(cpu: float) -> str:
+    return str(int(cpu)) if float(cpu).is_integer() else f"{int(cpu * 1000)}m"
+
+
+def _merged(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """``override`` deep-merged over ``base`` (dicts merged, everything else replaced)."""
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merged(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
