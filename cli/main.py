@@ -17,6 +17,7 @@ from cli.catalog_commands import (
     resource_specs_app,
 )
 from cli.demo import seed_demo
+from cli.node_commands import nodes_app
 from cli.output import reported
 from cli.task_commands import tasks_app
 from hooks.catalog import CatalogHook
@@ -34,6 +35,7 @@ app.add_typer(datasets_app, name="dataset")
 app.add_typer(caches_app, name="cache")
 app.add_typer(repositories_app, name="model-repository")
 app.add_typer(tasks_app, name="task")
+app.add_typer(nodes_app, name="node")
 
 
 @app.command("init")

@@ -4,14 +4,16 @@
 
 ``launch`` is mapped over the node list that ``validate`` resolves at run time, so the node
 count a run uses is the one valid when it starts, and each node is its own task instance
-(``single-0`` / ``distributed-N`` in the UI).
+(``single-0`` / ``distributed-N`` in the UI): a local process (the embedded default) or a
+pod through the KubernetesPodOperator (``OCTOTRAIN_LAUNCHER=kubernetes``, where a teardown
+deletes the run's headless Service whatever happens).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from airflow.sdk import DAG, TriggerRule, WeightRule
+from airflow.sdk import DAG, BaseOperator, TriggerRule, WeightRule
 from sqlalchemy import select
 
 from hooks.catalog import CatalogHook
@@ -20,7 +22,11 @@ from octotrain.contracts import dag_id_for
 from octotrain.settings import get_settings
 from operators.archive_model import ArchiveModelOperator
 from operators.collect_logs import CollectLogsOperator
+from operators.collect_pod_logs import CollectPodLogsOperator
+from operators.delete_service import DeleteRunServiceOperator
 from operators.launch_local import LaunchLocalNodeOperator
+from operators.launch_pod import LaunchNodePodOperator
+from operators.prepare_pods import PreparePodsOperator
 from operators.stage_data import StageDataOperator
 from operators.validate import ValidateTaskOperator
 
@@ -31,20 +37,17 @@ STAGE_SLOTS = 4
 
 
 def build_task_dag(task: TrainingTask, project_name: str) -> DAG:
-    """The DAG that runs training task ``task``."""
-    if get_settings().launcher != "local":
-        raise RuntimeError(
-            f"launcher {get_settings().launcher!r} is not available in this version; "
-            "set OCTOTRAIN_LAUNCHER=local"
-        )
+    """The DAG that runs training task ``task`` with the configured launcher."""
     spec: dict[str, Any] = task.spec
     node_count = int(spec.get("node_count", 1))
+    on_kubernetes = get_settings().launcher == "kubernetes"
     with DAG(
         dag_id=dag_id_for(task.id),
         dag_display_name=task.name,
         description=task.description or f"Octotrain training task {task.name}",
         schedule=None,
         catchup=False,
+        # Every node at once (a distributed job needs all its members), beside the stages.
         max_active_tasks=node_count + STAGE_SLOTS,
         tags=["octotrain", f"project:{project_name}"],
         default_args={
@@ -56,12 +59,23 @@ def build_task_dag(task: TrainingTask, project_name: str) -> DAG:
         doc_md=f"Training task **{task.name}** (ID {task.id}) of project {project_name}.",
     ) as dag:
         validate = ValidateTaskOperator(task_id="validate")
-        stage = StageDataOperator(task_id="stage_data")
-        launch = LaunchLocalNodeOperator.partial(
-            task_id="launch", map_index_template="{{ task.node_index }}"
-        ).expand(node_index=validate.output)
-        collect = CollectLogsOperator(task_id="collect_logs", trigger_rule=TriggerRule.ALL_DONE)
         archive = ArchiveModelOperator(task_id="archive_model")
+        if on_kubernetes:
+            stage: BaseOperator = PreparePodsOperator(task_id="stage_data")
+            launch = LaunchNodePodOperator.partial(
+                task_id="launch", map_index_template="{{ task.node_index }}"
+            ).expand(node_index=validate.output)
+            collect: BaseOperator = CollectPodLogsOperator(
+                task_id="collect_logs", trigger_rule=TriggerRule.ALL_DONE
+            )
+            teardown = DeleteRunServiceOperator(task_id="delete_service").as_teardown(setups=stage)
+            [collect, archive] >> teardown
+        else:
+            stage = StageDataOperator(task_id="stage_data")
+            launch = LaunchLocalNodeOperator.partial(
+                task_id="launch", map_index_template="{{ task.node_index }}"
+            ).expand(node_index=validate.output)
+            collect = CollectLogsOperator(task_id="collect_logs", trigger_rule=TriggerRule.ALL_DONE)
         validate >> stage >> launch >> collect >> archive
         launch >> archive
     return dag

@@ -21,6 +21,7 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 
 from hooks.catalog import CatalogHook
+from hooks.run_files import read_json
 from octotrain.catalog.model_versions import next_version_number
 from octotrain.catalog.models import (
     ModelVersion,
@@ -32,6 +33,7 @@ from octotrain.catalog.models import (
 )
 from octotrain.manifests import Manifest, manifest_of
 from octotrain.planning import RunPlan
+from octotrain.pods import run_prefix
 from octotrain.run_layout import model_run_prefix
 from octotrain.storage import ObjectStore, ObjectStoreError
 
@@ -59,11 +61,60 @@ def archive_outputs(
         _check_upload(store, prefix, files)
         return _commit(catalog, plan, prefix, manifest, lineage)
     except BaseException:
-        try:
-            store.delete_prefix(prefix)
-        except ObjectStoreError as error:
-            log.warning("could not remove %s after the failed archive: %s", prefix, error)
+        _remove(store, prefix)
         raise
+
+
+def stored_outputs(store: ObjectStore, plan: RunPlan) -> dict[str, dict[str, Any]]:
+    """The merged OUTPUT of every node of a Kubernetes run, as the pods' sidecars uploaded
+    it: {relative path: manifest entry + the node it comes from}. Identical files of several
+    nodes are one; different content under one path is an error naming it."""
+    merged: dict[str, dict[str, Any]] = {}
+    for node_index in plan.node_indices:
+        manifest = read_json(store, f"{run_prefix(plan)}/outputs/{node_index}.json") or {}
+        for relative, entry in manifest.items():
+            earlier = merged.get(relative)
+            if earlier is None:
+                merged[relative] = entry | {"node": node_index}
+            elif earlier["blake3"] != entry["blake3"]:
+                raise ArchiveFailed(
+                    f"nodes {earlier['node']} and {node_index} wrote different content to "
+                    f"OUTPUT/{relative}; write the model from one rank only"
+                )
+    return merged
+
+
+def archive_stored_outputs(
+    catalog: CatalogHook,
+    store: ObjectStore,
+    plan: RunPlan,
+    outputs: dict[str, dict[str, Any]],
+    lineage: dict[str, Any],
+) -> ModelVersion:
+    """Archive the ``stored_outputs`` of a run: copied inside the store (no download) under
+    the run's model prefix, checked, then committed like ``archive_outputs``."""
+    prefix = model_run_prefix(plan.project, plan.output_repository, plan.run_key)
+    try:
+        for node_index in sorted({entry["node"] for entry in outputs.values()}):
+            store.copy_prefix(f"{run_prefix(plan)}/output/{node_index}", prefix)
+        manifest = {
+            relative: {"size": entry["size"], "blake3": entry["blake3"]}
+            for relative, entry in sorted(outputs.items())
+        }
+        listed = {info.key[len(prefix) + 1 :]: info.size for info in store.list(prefix)}
+        if listed != {relative: entry["size"] for relative, entry in manifest.items()}:
+            raise ArchiveFailed(f"the copy of the nodes' OUTPUT under {prefix}/ is incomplete")
+        return _commit(catalog, plan, prefix, manifest, lineage)
+    except BaseException:
+        _remove(store, prefix)
+        raise
+
+
+def _remove(store: ObjectStore, prefix: str) -> None:
+    try:
+        store.delete_prefix(prefix)
+    except ObjectStoreError as error:
+        log.warning("could not remove %s after the failed archive: %s", prefix, error)
 
 
 def _upload(store: ObjectStore, files: Mapping[str, Path], prefix: str) -> Manifest:

@@ -2,27 +2,36 @@
 
 Only after every node succeeded (trigger rule ``all_success`` on the launches); all or nothing
 (``hooks/model_archive``): a failed archive leaves no visible version and no objects. Nodes'
-OUTPUT folders are merged (a shared output location, as on the original
-platform); two nodes writing different content to the same path is an error.
+OUTPUT folders are merged (a shared output location, as on the original platform); two nodes
+writing different content to the same path is an error. With the local launcher the OUTPUT
+folders are in the run folder; with Kubernetes the pods' sidecars uploaded them.
 """
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowFailException
 
-from hooks.catalog import default_catalog
+from hooks.catalog import CatalogHook, default_catalog
 from hooks.hashing_io import file_checksum
-from hooks.model_archive import ArchiveFailed, archive_outputs
+from hooks.model_archive import (
+    ArchiveFailed,
+    archive_outputs,
+    archive_stored_outputs,
+    stored_outputs,
+)
 from hooks.object_store import default_object_store
 from octotrain.catalog.models import ModelVersion, Run
 from octotrain.metrics import final_values
 from octotrain.planning import RunPlan
+from octotrain.pods import run_prefix
 from octotrain.run_layout import RunLayout
-from octotrain.storage import ObjectStoreError
+from octotrain.settings import get_settings
+from octotrain.storage import ObjectStore, ObjectStoreError
 from operators.training_stage import TrainingStageOperator
 
 
@@ -38,20 +47,42 @@ class ArchiveModelOperator(TrainingStageOperator):
             if run is not None and run.model_version is not None:
                 self.log.info("run already archived as version %s", run.model_version.version)
                 return _describe(plan, run.model_version)
-        files = merged_outputs(layout, plan.node_indices)
-        if not files:
-            raise AirflowFailException(
-                "no model files were written to OUTPUT by any node; nothing to archive"
-            )
-        lineage = plan.lineage | {
-            "metrics": final_values(layout.node_folders(plan.node_indices[0]).metrics)
-        }
+        store = default_object_store()
         try:
-            version = archive_outputs(catalog, default_object_store(), plan, files, lineage)
+            if get_settings().launcher == "kubernetes":
+                version = _archive_from_store(catalog, store, plan)
+            else:
+                version = _archive_from_run_folder(catalog, store, plan, layout)
         except (ArchiveFailed, ObjectStoreError) as error:
             raise AirflowFailException(f"nothing was archived: {error}") from error
         self.log.info("archived %s version %s", plan.output_repository, version.version)
         return _describe(plan, version)
+
+
+def _archive_from_run_folder(
+    catalog: CatalogHook, store: ObjectStore, plan: RunPlan, layout: RunLayout
+) -> ModelVersion:
+    """The local launcher: the nodes' OUTPUT folders are in the run folder."""
+    files = merged_outputs(layout, plan.node_indices)
+    if not files:
+        raise ArchiveFailed("no model files were written to OUTPUT by any node")
+    metrics = final_values(layout.node_folders(plan.node_indices[0]).metrics)
+    return archive_outputs(catalog, store, plan, files, plan.lineage | {"metrics": metrics})
+
+
+def _archive_from_store(catalog: CatalogHook, store: ObjectStore, plan: RunPlan) -> ModelVersion:
+    """The Kubernetes launcher: the pods' sidecars uploaded each node's OUTPUT and metrics."""
+    outputs = stored_outputs(store, plan)
+    if not outputs:
+        raise ArchiveFailed("no model files were written to OUTPUT by any node")
+    with tempfile.TemporaryDirectory(prefix="octotrain-metrics-") as scratch:
+        prefix = f"{run_prefix(plan)}/metrics/{plan.node_indices[0]}"
+        for info in store.list(prefix):
+            store.get_file(info.key, Path(scratch) / info.key[len(prefix) + 1 :])
+        metrics = final_values(Path(scratch))
+    return archive_stored_outputs(
+        catalog, store, plan, outputs, plan.lineage | {"metrics": metrics}
+    )
 
 
 def merged_outputs(layout: RunLayout, node_indices: list[str]) -> dict[str, Path]:

@@ -10,10 +10,25 @@ from hooks.catalog import default_catalog
 from hooks.local_process import free_port
 from octotrain.catalog.models import Run, RunState, TrainingTask
 from octotrain.errors import InvalidInput
-from octotrain.planning import build_run_plan
+from octotrain.kubernetes_config import kubernetes_config
+from octotrain.planning import RunPlan, build_run_plan
+from octotrain.pods import master_address
+from octotrain.settings import get_settings
 from operators.training_stage import PLAN_XCOM_KEY, TrainingStageOperator
 
 LOCAL_MASTER_ADDR = "127.0.0.1"
+
+
+def _with_rendezvous(plan: RunPlan) -> RunPlan:
+    """Where node 0 listens: this machine and a free port (local launcher), or node 0's pod
+    by its DNS name under the run's Service and the configured port (Kubernetes)."""
+    settings = get_settings()
+    if settings.launcher == "kubernetes":
+        address = master_address(plan, settings.kubernetes_namespace)
+        port = kubernetes_config().master_port
+    else:
+        address, port = LOCAL_MASTER_ADDR, free_port()
+    return plan.model_copy(update={"master_addr": address, "master_port": port})
 
 
 class ValidateTaskOperator(TrainingStageOperator):
@@ -36,13 +51,15 @@ class ValidateTaskOperator(TrainingStageOperator):
                     f"training task {self.training_task_id} no longer exists in the catalog"
                 )
             try:
-                plan = build_run_plan(
-                    session,
-                    task,
-                    run_id=run_id,
-                    master_addr=LOCAL_MASTER_ADDR,
-                    master_port=free_port(),
-                    triggered_by=triggered_by,
+                plan = _with_rendezvous(
+                    build_run_plan(
+                        session,
+                        task,
+                        run_id=run_id,
+                        master_addr=LOCAL_MASTER_ADDR,
+                        master_port=0,
+                        triggered_by=triggered_by,
+                    )
                 )
                 error = None
             except InvalidInput as problem:

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 from airflow.dag_processing.dagbag import DagBag
+from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
 
 from dags.factory import build_all_dags
 from hooks.catalog import CatalogHook
@@ -76,14 +77,21 @@ def test_unreadable_catalog_is_an_import_error_not_zero_dags(
     assert "training_tasks" in error
 
 
-def test_unsupported_launcher_fails_loudly(
+def test_the_kubernetes_launcher_runs_nodes_as_pods_and_tears_the_service_down(
     catalog: CatalogHook,
     store: LocalFolderStore,
     octotrain_env: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    seed(catalog, store)
+    demo = seed(catalog, store)
     monkeypatch.setenv("OCTOTRAIN_LAUNCHER", "kubernetes")
     get_settings.cache_clear()
-    with pytest.raises(RuntimeError, match="launcher 'kubernetes' is not available"):
-        build_all_dags(catalog.url)
+    dag = build_all_dags(catalog.url)[dag_id_for(demo.task_id)]
+    launch = dag.get_task("launch")
+    assert issubclass(launch.operator_class, KubernetesPodOperator)
+    assert launch.map_index_template == "{{ task.node_index }}"
+    assert type(dag.get_task("stage_data")).__name__ == "PreparePodsOperator"
+    teardown = dag.get_task("delete_service")
+    assert teardown.is_teardown and teardown.trigger_rule == "all_done_setup_success"
+    assert teardown.upstream_task_ids == {"stage_data", "collect_logs", "archive_model"}
+    assert dag.get_task("collect_logs").trigger_rule == "all_done"

@@ -1,0 +1,165 @@
+"""What the Octotrain image does inside a training pod (``octotrain node stage|sync``).
+
+``stage`` (init container): lays out the node's work folder, copies the agent for the training
+container, stages the inputs the run's stage plan names through the node cache (the same code
+as the local launcher), and uploads its init log. ``sync`` (sidecar): uploads the node's logs,
+metrics and resource samples every few seconds while the training runs; when the training
+has ended (the wrapper wrote its exit status) or the pod is being stopped (SIGTERM), it
+uploads the final state and ``OUTPUT`` with its manifest, then exits, so the pod completes.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hooks.local_process import AGENT_DIR
+from hooks.node_cache import NodeCache
+from hooks.run_files import write_text
+from hooks.staging import StageTarget, stage_node
+from octotrain.contracts import NodeFolders, NodeLogNames
+from octotrain.input_sources import StageSource
+from octotrain.manifests import manifest_of
+from octotrain.storage import ObjectStore
+
+GIB = 1024**3
+
+
+def stage_plan(data: list[StageSource], models: list[StageSource]) -> dict[str, Any]:
+    """What the ``stage`` containers of a run read (written by the ``stage_data`` task)."""
+    return {"data": [source.__dict__ for source in data], "models": [m.__dict__ for m in models]}
+
+
+def _sources(items: list[dict[str, Any]]) -> list[StageSource]:
+    return [StageSource(**item) for item in items]
+
+
+def _stamped(log: Path) -> Callable[[str], None]:
+    def note(message: str) -> None:
+        with log.open("a", encoding="utf-8") as handle:
+            handle.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} {message}\n")
+
+    return note
+
+
+def stage_pod_node(
+    store: ObjectStore,
+    *,
+    plan_key: str,
+    task_id: int,
+    node_index: str,
+    work: Path,
+    cache_dir: Path,
+    agent_dir: Path,
+    cache_max_bytes: int,
+) -> None:
+    """The init container's work; raises (after noting why in the init log) on failure."""
+    folders = NodeFolders.under(work)
+    folders.create()
+    logs = work / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    names = NodeLogNames(task_id=task_id, node_index=node_index)
+    for name in names.always():
+        (logs / name).touch()
+    note = _stamped(logs / names.init)
+    prefix = plan_key.rsplit("/", 1)[0]
+    try:
+        agent_dir.mkdir(parents=True, exist_ok=True)
+        for source in AGENT_DIR.glob("*.py"):
+            shutil.copy2(source, agent_dir / source.name)
+        note(f"preparing node {node_index} (agent copied to {agent_dir})")
+        with tempfile.TemporaryDirectory(prefix="octotrain-stage-") as scratch:
+            store.get_file(plan_key, Path(scratch) / "stage.json")
+            document = json.loads((Path(scratch) / "stage.json").read_text())
+        data, models = _sources(document["data"]), _sources(document["models"])
+        targets = [
+            StageTarget(folders.dataset, data),
+            StageTarget(folders.model, models, whole=len(models) == 1),
+        ]
+        cache = NodeCache(cache_dir, max_bytes=cache_max_bytes)
+        stage_node(store, cache, targets, note, holder=f"{prefix}-{node_index}".replace("/", "-"))
+        note(f"data preparation finished for node {node_index}")
+    except Exception as error:
+        note(f"ERROR staging failed: {error}")
+        raise
+    finally:
+        store.put_file(f"{prefix}/logs/{names.init}", logs / names.init)
+
+
+class NodeSync:
+    """The sidecar: the node's files in the object store, a few seconds behind at most."""
+
+    def __init__(
+        self, store: ObjectStore, *, prefix: str, task_id: int, node_index: str, work: Path
+    ) -> None:
+        self.store, self.prefix, self.node_index, self.work = store, prefix, node_index, work
+        self.sent: dict[str, tuple[int, int]] = {}
+        self.names = NodeLogNames(task_id=task_id, node_index=node_index)
+        self.note = _stamped(work / "logs" / self.names.sidecar)
+
+    def _changed(self, path: Path, key: str) -> None:
+        stat = path.stat()
+        seen = (stat.st_size, stat.st_mtime_ns)
+        if self.sent.get(key) != seen:
+            self.store.put_file(key, path)
+            self.sent[key] = seen
+
+    def sync(self) -> None:
+        """Upload what changed: log files, metrics, resource samples."""
+        logs = self.work / "logs"
+        for path in sorted(logs.glob("*")) if logs.is_dir() else []:
+            if path.is_file():
+                self._changed(path, f"{self.prefix}/logs/{path.name}")
+        metrics = self.work / "metrics"
+        for path in sorted(metrics.rglob("*")) if metrics.is_dir() else []:
+            if path.is_file():
+                relative = path.relative_to(metrics).as_posix()
+                self._changed(path, f"{self.prefix}/metrics/{self.node_index}/{relative}")
+        resources = self.work / "resources.jsonl"
+        if resources.is_file():
+            self._changed(resources, f"{self.prefix}/resources/{self.node_index}.jsonl")
+
+    def upload_output(self) -> int:
+        """``OUTPUT`` and its manifest (what ``archive_model`` merges); returns the file count."""
+        output = self.work / "output"
+        files = sorted(p for p in output.rglob("*") if p.is_file()) if output.is_dir() else []
+        base = f"{self.prefix}/output/{self.node_index}"
+        written = [
+            self.store.put_file(f"{base}/{path.relative_to(output).as_posix()}", path)
+            for path in files
+        ]
+        manifest = manifest_of(written, base) if written else {}
+        write_text(
+            self.store, f"{self.prefix}/outputs/{self.node_index}.json", json.dumps(manifest)
+        )
+        return len(files)
+
+    def run(self, *, every: float, exit_file: Path) -> int:
+        """Sync until the training ends or the pod is stopped; then the final upload."""
+        stopping = threading.Event()
+        signal.signal(signal.SIGTERM, lambda _signum, _frame: stopping.set())
+        self.note(f"sidecar started: syncing {self.work} to {self.store.url} every {every:g}s")
+        failures = 0
+        while not exit_file.exists() and not stopping.wait(every):
+            try:
+                self.sync()
+                failures = 0
+            except Exception as error:  # the store may be briefly away: try again later
+                failures += 1
+                self.note(f"sync failed ({failures} in a row): {error}")
+        status = exit_file.read_text().strip() if exit_file.exists() else ""
+        self.note(f"training ended (exit status {status or 'none: stopped'}); final upload")
+        count = self.upload_output()
+        self.note(f"uploaded OUTPUT: {count} files")
+        code = int(status) if status.lstrip("-").isdigit() else None
+        write_text(self.store, f"{self.prefix}/exits/{self.node_index}.json",
+                   json.dumps({"exit_status": code}))  # fmt: skip
+        self.sync()
+        return 0

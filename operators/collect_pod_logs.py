@@ -1,0 +1,139 @@
+"""``collect_logs`` with the Kubernetes launcher: after every node's pod has ended, however it
+ended, make sure the four log files of every node are in the object store, explain abnormal
+ends in the supplemental logs, then delete the run's remaining pods.
+
+The pods' sidecars have already synced the logs and metrics; what only the cluster knows (a
+pod that could not be scheduled, an image that could not be pulled, an OOM kill, an eviction)
+is read from the pod's status and events here, before the pod is deleted: failed pods are
+kept by ``launch`` for this.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from airflow.sdk import Context
+from sqlalchemy import update
+
+from hooks.catalog import default_catalog
+from hooks.kubernetes_runs import KubernetesRuns
+from hooks.object_store import default_object_store
+from hooks.run_abort import StoreAbortMarker
+from hooks.run_files import last_memory_sample, read_json, read_text, write_text
+from octotrain.catalog.models import Run, RunState
+from octotrain.contracts import NodeLogNames
+from octotrain.kubernetes_config import kubernetes_config
+from octotrain.planning import RunPlan
+from octotrain.pod_diagnosis import NodeEnd, diagnose
+from octotrain.pods import LABEL_NODE, LABEL_RUN, run_label, run_prefix
+from octotrain.settings import get_settings
+from octotrain.storage import ObjectStore
+from operators.launch_pod import STOPPED_BY_USER
+from operators.training_stage import TrainingStageOperator
+
+
+class CollectPodLogsOperator(TrainingStageOperator):
+    ui_color = "#f3eefa"
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        plan = self.run_plan(context)
+        settings = get_settings()
+        store = default_object_store()
+        prefix = run_prefix(plan)
+        runs = KubernetesRuns(
+            conn_id=settings.kubernetes_conn_id, namespace=settings.kubernetes_namespace
+        )
+        flag = StoreAbortMarker(store, prefix).flag()
+        failed, stopped = [], False
+        for node_index in plan.node_indices:
+            pods = runs.pods({LABEL_RUN: run_label(plan), LABEL_NODE: node_index})
+            pod = pods[-1] if pods else None
+            events = runs.events(pod["metadata"]["name"]) if pod else []
+            stopped_because = None
+            if flag is not None and (
+                flag["node"] != node_index or flag["reason"] == STOPPED_BY_USER
+            ):
+                stopped_because = f"node {flag['node']} {flag['reason']}"
+                stopped = stopped or flag["reason"] == STOPPED_BY_USER
+            text = self._supplemental(store, plan, node_index, pod, events, stopped_because)
+            _ensure_logs(store, prefix, NodeLogNames(task_id=plan.task_id, node_index=node_index))
+            if text is not None:
+                failed.append(node_index)
+                name = NodeLogNames(task_id=plan.task_id, node_index=node_index).supplemental
+                write_text(store, f"{prefix}/logs/{name}", text)
+                self.log.warning("node %s: %s", node_index, text.splitlines()[1])
+            for found in pods:
+                runs.delete_pod(
+                    found["metadata"]["name"], grace_seconds=int(settings.stop_grace_seconds)
+                )
+        if failed:
+            self._record(plan, failed, stopped)
+        return {"failed_nodes": failed}
+
+    def _supplemental(
+        self,
+        store: ObjectStore,
+        plan: RunPlan,
+        node_index: str,
+        pod: dict[str, Any] | None,
+        events: list[dict[str, Any]],
+        stopped_because: str | None,
+    ) -> str | None:
+        prefix = run_prefix(plan)
+        exit_status = (read_json(store, f"{prefix}/exits/{node_index}.json") or {}).get(
+            "exit_status"
+        )
+        if exit_status == 0 and stopped_because is None:
+            return None
+        assert plan.resources is not None
+        end = NodeEnd(
+            node_index=node_index,
+            memory_limit_mib=plan.resources.memory_mib,
+            last_memory_bytes=last_memory_sample(store, f"{prefix}/resources/{node_index}.jsonl"),
+            stopped_because=stopped_because,
+            startup_timeout_seconds=kubernetes_config().startup_timeout_seconds,
+        )
+        text = diagnose(pod, events, end)
+        if text is None and exit_status is not None and exit_status != 0:
+            text = diagnose(_exited(exit_status), [], end)
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S%z")
+        return None if text is None else f"{stamp} {text}"
+
+    def _record(self, plan: RunPlan, failed: list[str], stopped: bool) -> None:
+        state = RunState.STOPPED if stopped else RunState.FAILED
+        with default_catalog().session() as session:
+            session.execute(
+                update(Run)
+                .where(Run.id == plan.catalog_run_id)
+                .values(
+                    state=state,
+                    message=f"nodes that did not succeed: {', '.join(failed)}",
+                    ended_at=datetime.now(UTC),
+                )
+            )
+
+
+def _stopped_because(flag: dict[str, str] | None, node_index: str) -> str | None:
+    """Why this node was stopped: another node failed, or a user stopped the run."""
+    if flag is None or (flag["node"] == node_index and flag["reason"] != STOPPED_BY_USER):
+        return None
+    return f"node {flag['node']} {flag['reason']}"
+
+
+def _exited(code: int) -> dict[str, Any]:
+    """A pod as the API would show it once its training container exited with ``code``."""
+    terminated = {"exitCode": code, "reason": "Error"}
+    return {
+        "status": {
+            "phase": "Failed",
+            "containerStatuses": [{"name": "base", "state": {"terminated": terminated}}],
+        }
+    }
+
+
+def _ensure_logs(store: ObjectStore, prefix: str, names: NodeLogNames) -> None:
+    """The three always-present log files exist, empty if the node never ran."""
+    for name in names.always():
+        if read_text(store, f"{prefix}/logs/{name}") is None:
+            write_text(store, f"{prefix}/logs/{name}", "")

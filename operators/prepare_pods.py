@@ -1,0 +1,75 @@
+"""``stage_data`` with the Kubernetes launcher: prepare what the pods stage themselves.
+
+Each pod's init container stages its node's inputs (``octotrain node stage``); this task looks
+the inputs up in the catalog as they are now (an input deleted since ``validate`` fails the run
+here, named in every node's init log), writes the run's stage plan to the object store for the
+init containers, and creates the headless Service that gives each node of a distributed run
+its DNS name (deleted by the ``delete_service`` teardown, whatever happens).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from airflow.sdk import Context
+from airflow.sdk.exceptions import AirflowFailException
+
+from hooks.catalog import default_catalog
+from hooks.kubernetes_runs import KubernetesRuns
+from hooks.object_store import default_object_store
+from hooks.pod_node import stage_plan
+from octotrain.contracts import NodeLogNames
+from octotrain.input_sources import current_sources
+from octotrain.kubernetes_config import kubernetes_config
+from octotrain.pods import headless_service, run_prefix
+from octotrain.settings import get_settings
+from octotrain.storage import ObjectStore
+from operators.training_stage import TrainingStageOperator
+
+
+class PreparePodsOperator(TrainingStageOperator):
+    ui_color = "#eef7ea"
+
+    def execute(self, context: Context) -> str:
+        plan = self.run_plan(context)
+        store = default_object_store()
+        prefix = run_prefix(plan)
+        with default_catalog().session() as session:
+            data, gone_data = current_sources(session, plan.data_inputs)
+            models, gone_models = current_sources(session, plan.input_models)
+            _, gone_mounts = current_sources(session, plan.mounts)
+        gone = gone_data + gone_models + gone_mounts
+        if gone:
+            for node_index in plan.node_indices:
+                _write_init_log(store, prefix, plan.task_id, node_index, gone)
+            raise AirflowFailException("staging failed: " + "; ".join(gone))
+        with tempfile.TemporaryDirectory(prefix="octotrain-stage-plan-") as scratch:
+            path = Path(scratch) / "stage.json"
+            path.write_text(json.dumps(stage_plan(data, models)))
+            store.put_file(f"{prefix}/stage.json", path)
+        settings = get_settings()
+        if plan.world_size > 1:
+            runs = KubernetesRuns(
+                conn_id=settings.kubernetes_conn_id, namespace=settings.kubernetes_namespace
+            )
+            service = headless_service(
+                plan, settings.kubernetes_namespace, kubernetes_config().master_port
+            )
+            runs.ensure_service(service)
+            self.log.info("headless service %s for %d nodes", service["metadata"]["name"],
+                          plan.world_size)  # fmt: skip
+        return f"{prefix}/stage.json"
+
+
+def _write_init_log(
+    store: ObjectStore, prefix: str, task_id: int, node_index: str, problems: list[str]
+) -> None:
+    name = NodeLogNames(task_id=task_id, node_index=node_index).init
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    with tempfile.TemporaryDirectory(prefix="octotrain-init-log-") as scratch:
+        path = Path(scratch) / name
+        path.write_text("".join(f"{stamp} ERROR {problem}\n" for problem in problems))
+        store.put_file(f"{prefix}/logs/{name}", path)

@@ -1,0 +1,448 @@
+"""The emulated kubelet: runs one bound pod on this machine and keeps its status.
+
+A pod's life here: its volumes are set up; its init containers run one after another (one
+failing fails the pod); then all its containers start together, each as a process group; the
+pod is ``Running`` while any runs and ``Succeeded``/``Failed`` when all have ended. An image
+whose name contains ``does-not-exist`` fails to pull (``ErrImagePull``, then
+``ImagePullBackOff``), as a missing image would. Deleting the pod sends SIGTERM to every
+container, SIGKILL to what is left after the grace period, then removes the pod.
+"""
+
+from __future__ import annotations
+
+import copy
+import shutil
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Protocol
+
+from tests.k8s_emulator.containers import ContainerProcess, Exit
+from tests.k8s_emulator.logs import ContainerLog
+from tests.k8s_emulator.objects import rfc3339
+from tests.k8s_emulator.podenv import (
+    ConfigError,
+    container_argv,
+    process_environment,
+    spec_environment,
+)
+from tests.k8s_emulator.podspec import normalized_image
+from tests.k8s_emulator.quantities import memory_limit
+from tests.k8s_emulator.rewrite import Rewriter
+from tests.k8s_emulator.scheduler import Binding, container_gpu_ids
+from tests.k8s_emulator.status import (
+    LOOPBACK,
+    Conditions,
+    ContainerRecord,
+    pod_phase,
+    update_conditions,
+)
+from tests.k8s_emulator.store import Store
+from tests.k8s_emulator.volumes import MountError, mount_host_path, prepare_volume
+
+MISSING_IMAGE_MARK = "does-not-exist"
+# How long the kubelet waits before it retries what failed (a mount, a missing Secret) and
+# before a failed pull becomes ImagePullBackOff.
+RETRY_SECONDS = 0.5
+# How long a killed container may take to end before the kubelet gives up waiting.
+_KILL_WAIT_SECONDS = 5.0
+# The kubelet keeps at most this much of a termination message.
+_MESSAGE_BYTES = 4096
+
+
+class Host(Protocol):
+    """What a pod's kubelet needs from the emulator."""
+
+    store: Store
+    root: Path
+    port: int
+    node_name: str
+    allocatable_cpu: Fraction
+    gpu_count: int
+
+    def lookup(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None: ...
+
+    def dns_domains(self, namespace: str) -> tuple[list[str], list[str]]: ...
+
+    def pod_finished(self, uid: str) -> None: ...
+
+    def pod_removed(self, uid: str) -> None: ...
+
+
+@dataclass
+class _Container:
+    spec: dict[str, Any]
+    record: ContainerRecord
+    log: ContainerLog
+    termination_file: Path
+    process: ContainerProcess | None = None
+    ended: threading.Event = field(default_factory=threading.Event)
+
+
+class PodRuntime:
+    """One pod on the node, from binding to removal."""
+
+    def __init__(self, host: Host, pod: dict[str, Any], binding: Binding) -> None:
+        self._host = host
+        self._store = host.store
+        metadata = pod["metadata"]
+        self.uid: str = metadata["uid"]
+        self.namespace: str = metadata["namespace"]
+        self.name: str = metadata["name"]
+        self._spec = copy.deepcopy(pod["spec"])
+        self._binding = binding
+        self.pod_dir = host.root / "pods" / self.namespace / f"{self.name}-{self.uid[:8]}"
+        has_init = bool(self._spec.get("initContainers"))
+        self._init = [self._container(c, True, "PodInitializing") for c in self._init_specs]
+        waiting = "PodInitializing" if has_init else "ContainerCreating"
+        self._regular = [self._container(c, False, waiting) for c in self._spec["containers"]]
+        self._conditions = Conditions()
+        self._volumes: dict[str, Path] = {}
+        self.deleting = threading.Event()
+        self._deadline = 0.0
+        self._finished = False
+        self._start_time: float | None = None
+
+    @property
+    def _init_specs(self) -> list[dict[str, Any]]:
+        return list(self._spec.get("initContainers") or [])
+
+    def _container(self, spec: dict[str, Any], init: bool, waiting: str) -> _Container:
+        name = spec["name"]
+        folder = self.pod_dir / "containers" / name
+        folder.mkdir(parents=True, exist_ok=True)
+        termination = folder / "termination-log"
+        termination.touch()
+        return _Container(
+            spec=spec,
+            record=ContainerRecord(name, spec["image"], init, waiting_reason=waiting),
+            log=ContainerLog(folder / "container.log"),
+            termination_file=termination,
+        )
+
+    # -- what the API reads ----------------------------------------------------------------
+
+    def log_of(self, name: str) -> tuple[ContainerLog, ContainerRecord] | None:
+        for container in (*self._init, *self._regular):
+            if container.record.name == name:
+                return container.log, container.record
+        return None
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        threading.Thread(target=self._run, name=f"kubelet-{self.name}", daemon=True).start()
+
+    def _run(self) -> None:
+        with self._store.lock:
+            self._start_time = time.time()
+            self._publish()
+        if not self._mount_volumes():
+            return
+        for container in self._init:
+            if not self._launch(container):
+                return
+            container.ended.wait()
+            if container.record.exit_code != 0:
+                return
+        for container in self._regular:
+            threading.Thread(
+                target=self._launch, args=(container,), name=f"kubelet-{self.name}-start", daemon=True
+            ).start()
+
+    def _event(self, reason: str, message: str, *, warning: bool = False, container: str = "") -> None:
+        pod = self._pod()
+        if pod is None:
+            return
+        field_path = None
+        if container:
+            kind = "initContainers" if any(c.record.name == container for c in self._init) else "containers"
+            field_path = f"spec.{kind}{{{container}}}"
+        self._store.record_event(pod, reason, message, warning=warning, field_path=field_path)
+
+    def _pod(self) -> dict[str, Any] | None:
+        pod = self._store.find("pods", self.namespace, self.name)
+        return pod if pod is not None and pod["metadata"]["uid"] == self.uid else None
+
+    def _mount_volumes(self) -> bool:
+        reported: set[str] = set()
+        for volume in self._spec.get("volumes") or []:
+            while True:
+                if self.deleting.is_set():
+                    return False
+                try:
+                    self._volumes[volume["name"]] = prepare_volume(
+                        self._host.root, self.pod_dir, self.namespace, volume, self._host.lookup
+                    )
+                    break
+                except MountError as error:
+                    if str(error) not in reported:
+                        reported.add(str(error))
+                        self._event("FailedMount", str(error), warning=True)
+                    self.deleting.wait(RETRY_SECONDS)
+        return True
+
+    def _launch(self, container: _Container) -> bool:
+        """Pull, configure and start a container; False when it did not start (it is then
+        waiting, or terminated with ``StartError``)."""
+        spec, record, name = container.spec, container.record, container.record.name
+        if not self._pull(container):
+            return False
+        reported: set[str] = set()
+        while True:
+            if self.deleting.is_set():
+                return False
+            try:
+                argv, cwd, environment = self._prepare(container)
+                break
+            except ConfigError as error:
+                with self._store.lock:
+                    record.waiting_reason = "CreateContainerConfigError"
+                    record.waiting_message = str(error)
+                    self._publish()
+                if str(error) not in reported:
+                    reported.add(str(error))
+                    self._event("Failed", f"Error: {error}", warning=True, container=name)
+                self.deleting.wait(RETRY_SECONDS)
+        self._event("Created", f"Created container: {name}", container=name)
+        process = ContainerProcess(
+            argv,
+            cwd,
+            environment,
+            container.log,
+            memory_limit(spec),
+            on_exit=lambda result: self._on_exit(container, result),
+        )
+        with self._store.lock:
+            if self.deleting.is_set():
+                return False
+            try:
+                if not argv:
+                    raise OSError("no command specified")
+                process.start()
+            except OSError as error:
+                message = _start_error(argv, error)
+                record.terminate(time.time(), 128, "StartError", message)
+                container.log.mark_complete()
+                container.ended.set()
+                self._publish()
+                self._event("Failed", f"Error: {message}", warning=True, container=name)
+                return False
+            container.process = process
+            record.start(time.time())
+            self._publish()
+        self._event("Started", f"Started container {name}", container=name)
+        return True
+
+    def _pull(self, container: _Container) -> bool:
+        spec, record, name = container.spec, container.record, container.record.name
+        image = spec["image"]
+        policy = spec.get("imagePullPolicy", "IfNotPresent")
+        if MISSING_IMAGE_MARK not in image:
+            if policy == "Always":
+                self._event("Pulling", f'Pulling image "{image}"', container=name)
+                self._event(
+                    "Pulled",
+                    f'Successfully pulled image "{image}" in 0s (0s including waiting). '
+                    "Image size: 0 bytes.",
+                    container=name,
+                )
+            else:
+                self._event(
+                    "Pulled", f'Container image "{image}" already present on machine', container=name
+                )
+            return True
+        if policy == "Never":
+            message = f'Container image "{image}" is not present with pull policy of Never'
+            with self._store.lock:
+                record.waiting_reason, record.waiting_message = "ErrImageNeverPull", message
+                self._publish()
+            self._event("ErrImageNeverPull", message, warning=True, container=name)
+            return False
+        full = normalized_image(image)
+        error = (
+            f'rpc error: code = NotFound desc = failed to pull and unpack image "{full}": '
+            f'failed to resolve reference "{full}": {full}: not found'
+        )
+        self._event("Pulling", f'Pulling image "{image}"', container=name)
+        with self._store.lock:
+            record.waiting_reason, record.waiting_message = "ErrImagePull", error
+            self._publish()
+        self._event("Failed", f'Failed to pull image "{image}": {error}', warning=True, container=name)
+        self._event("Failed", "Error: ErrImagePull", warning=True, container=name)
+        if self.deleting.wait(RETRY_SECONDS):
+            return False
+        with self._store.lock:
+            record.waiting_reason = "ImagePullBackOff"
+            record.waiting_message = f'Back-off pulling image "{image}"'
+            self._publish()
+        self._event("BackOff", f'Back-off pulling image "{image}"', container=name)
+        self._event("Failed", "Error: ImagePullBackOff", warning=True, container=name)
+        return False
+
+    def _prepare(self, container: _Container) -> tuple[list[str], str, dict[str, str]]:
+        spec, name = container.spec, container.record.name
+        with self._store.lock:
+            pod = self._pod()
+            if pod is None:
+                raise ConfigError("the pod is gone")
+            pod = copy.deepcopy(pod)
+        variables = spec_environment(pod, spec, self._host.lookup, self._host.allocatable_cpu)
+        mounts = [
+            (mount["mountPath"], str(mount_host_path(self._volumes[mount["name"]], mount)))
+            for mount in spec.get("volumeMounts") or []
+        ]
+        mounts.append((spec.get("terminationMessagePath", ""), str(container.termination_file)))
+        subdomains, services = self._host.dns_domains(self.namespace)
+        rewriter = Rewriter(mounts, self.namespace, subdomains, services)
+        gpus = ",".join(str(i) for i in container_gpu_ids(self._binding, self._spec, name))
+        container.record.gpu_ids = [int(i) for i in gpus.split(",") if i]
+        port = str(self._host.port)
+        extra = {
+            "HOSTNAME": self._spec.get("hostname") or self.name,
+            "KUBERNETES_SERVICE_HOST": LOOPBACK,
+            "KUBERNETES_SERVICE_PORT": port,
+            "KUBERNETES_PORT": f"tcp://{LOOPBACK}:{port}",
+            "CUDA_VISIBLE_DEVICES": gpus,
+            "NVIDIA_VISIBLE_DEVICES": gpus or "void",
+        }
+        environment = process_environment(variables, rewriter, extra)
+        argv = container_argv(spec, variables, rewriter)
+        return argv, self._working_dir(spec, rewriter, name), environment
+
+    def _working_dir(self, spec: dict[str, Any], rewriter: Rewriter, name: str) -> str:
+        """``workingDir`` on this machine: a mounted path's host folder, an existing host
+        folder as it is, or else a folder in the container's own stand-in root file system
+        (also where a container without ``workingDir`` starts)."""
+        rootfs = self.pod_dir / "containers" / name / "rootfs"
+        wanted = spec.get("workingDir") or ""
+        rewritten = rewriter.path(wanted) if wanted else ""
+        if rewritten and (rewritten != wanted or Path(wanted).is_dir()):
+            target = Path(rewritten)
+        elif wanted:
+            target = rootfs / wanted.lstrip("/")
+        else:
+            target = rootfs
+        target.mkdir(parents=True, exist_ok=True)
+        return str(target)
+
+    def _on_exit(self, container: _Container, result: Exit) -> None:
+        record, name = container.record, container.record.name
+        message = container.termination_file.read_bytes()[:_MESSAGE_BYTES].decode(
+            "utf-8", errors="replace"
+        )
+        policy = container.spec.get("terminationMessagePolicy", "File")
+        if not message and policy == "FallbackToLogsOnError" and result.exit_code != 0:
+            message = container.log.tail_text(80, 2048)
+        if result.reason == "OOMKilled":
+            limit = memory_limit(container.spec) or 0
+            self._event(
+                "OOMKilled",
+                f"Container {name} was OOM-killed: memory use {result.oom_rss} bytes exceeded "
+                f"its limit of {limit} bytes",
+                warning=True,
+                container=name,
+            )
+        with self._store.lock:
+            record.terminate(time.time(), result.exit_code, result.reason, message)
+            container.ended.set()
+            self._publish()
+
+    def _publish(self) -> None:
+        """Write the pod's status from what is known of its containers (store lock held)."""
+        pod = self._pod()
+        if pod is None:
+            return
+        now = time.time()
+        init = [c.record for c in self._init]
+        regular = [c.record for c in self._regular]
+        phase = pod_phase(init, regular)
+        update_conditions(self._conditions, phase, init, regular, now)
+        status = pod["status"]
+        status.update(
+            {
+                "phase": phase,
+                "conditions": self._conditions.to_list(),
+                "hostIP": LOOPBACK,
+                "hostIPs": [{"ip": LOOPBACK}],
+                "podIP": LOOPBACK,
+                "podIPs": [{"ip": LOOPBACK}],
+                "containerStatuses": [r.to_status() for r in regular],
+            }
+        )
+        if self._start_time is not None:
+            status["startTime"] = rfc3339(self._start_time)
+        if init:
+            status["initContainerStatuses"] = [r.to_status() for r in init]
+        self._store.touch(pod)
+        if phase in ("Succeeded", "Failed") and not self._finished:
+            self._finished = True
+            self._host.pod_finished(self.uid)
+
+    # -- deletion ---------------------------------------------------------------------------
+
+    def delete(self, grace_seconds: int) -> None:
+        """Stop the pod's containers (SIGTERM, SIGKILL after ``grace_seconds``), then remove
+        the pod. A second delete can only shorten the grace period."""
+        with self._store.lock:
+            deadline = time.monotonic() + grace_seconds
+            if self.deleting.is_set():
+                self._deadline = min(self._deadline, deadline)
+                return
+            self._deadline = deadline
+            self.deleting.set()
+            running = [c for c in (*self._init, *self._regular) if c.process and not c.ended.is_set()]
+        threading.Thread(
+            target=self._terminate, args=(running,), name=f"kubelet-{self.name}-kill", daemon=True
+        ).start()
+
+    @property
+    def has_running_containers(self) -> bool:
+        return any(c.process and not c.ended.is_set() for c in (*self._init, *self._regular))
+
+    def _terminate(self, running: list[_Container]) -> None:
+        for container in running:
+            self._event("Killing", f"Stopping container {container.record.name}", container=container.record.name)
+            if self._deadline <= time.monotonic():
+                container.process.signal(signal.SIGKILL)  # type: ignore[union-attr]
+            else:
+                container.process.signal(signal.SIGTERM)  # type: ignore[union-attr]
+        while any(not c.ended.is_set() for c in running) and time.monotonic() < self._deadline:
+            time.sleep(0.02)
+        for container in running:
+            if not container.ended.is_set():
+                container.process.signal(signal.SIGKILL)  # type: ignore[union-attr]
+        for container in running:
+            container.ended.wait(_KILL_WAIT_SECONDS)
+        self._host.pod_removed(self.uid)
+        self.cleanup()
+
+    def kill(self) -> None:
+        """SIGKILL every container now, waiting for them to end (the emulator stops)."""
+        self.deleting.set()
+        containers = [c for c in (*self._init, *self._regular) if c.process]
+        for container in containers:
+            container.process.signal(signal.SIGKILL)  # type: ignore[union-attr]
+        for container in containers:
+            container.ended.wait(_KILL_WAIT_SECONDS)
+
+    def cleanup(self) -> None:
+        """Remove the pod's emptyDir and projected volumes (its logs stay, for debugging)."""
+        shutil.rmtree(self.pod_dir / "volumes", ignore_errors=True)
+
+
+def _start_error(argv: list[str], error: OSError) -> str:
+    program = argv[0] if argv else ""
+    if isinstance(error, FileNotFoundError):
+        cause = f'exec: "{program}": executable file not found in $PATH'
+    elif isinstance(error, PermissionError):
+        cause = f'exec: "{program}": permission denied'
+    else:
+        cause = str(error)
+    return (
+        "failed to create containerd task: failed to create shim task: OCI runtime create "
+        f"failed: runc create failed: unable to start container process: {cause}: unknown"
+    )

@@ -1,0 +1,133 @@
+"""The pods of a run as the KubernetesPodOperator builds them (``build_pod_request_obj``):
+env contract, resources, user, priority class, init and sidecar containers, volumes, DNS
+names, for 1 and 8 nodes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kubernetes.client import ApiClient
+from sqlalchemy.orm import Session
+
+from octotrain.catalog.named_objects import ResourceSpecs
+from octotrain.contracts import PLATFORM_ENV_NAMES
+from octotrain.planning import RunPlan, build_run_plan
+from octotrain.pods import master_address, service_name
+from octotrain.tasks import Tasks
+from operators.launch_pod import LaunchNodePodOperator
+from tests.factories import ADMIN, VALID_TASK
+
+GPU_TASK = VALID_TASK | {
+    "name": "gpu-task",
+    "resource_spec": "modelarts-gpu",
+    "algorithm": "image-algo",
+    "parameters": {"n": 3, "lr": 0.5},
+    "priority": 40,
+    "mounts": [{"dataset": "many", "version": "v1"}],
+    "data_inputs": [{"dataset": "house-prices", "version": "v1"}],
+}
+CPU_TASK = VALID_TASK | {"name": "cpu-task", "run_as_uid": 1234, "priority": -20}
+
+
+class _TaskInstance:
+    def __init__(self, plan: RunPlan, map_index: int) -> None:
+        self.plan, self.map_index = plan, map_index
+        self.dag_id, self.task_id, self.try_number = "octotrain_task_9", "launch", 1
+
+    def xcom_pull(self, *, task_ids: str, key: str) -> dict[str, Any]:
+        return self.plan.model_dump(mode="json")
+
+
+def plan_of(session: Session, document: dict[str, Any], nodes: int) -> RunPlan:
+    ResourceSpecs(session, ADMIN).update("demo", "modelarts-gpu", {"mount_volume": "datasets-pvc"})
+    task = Tasks(session, ADMIN).create(document | {"node_count": nodes})
+    plan = build_run_plan(session, task, run_id="manual__2026-12-02", master_addr="",
+                          master_port=29500, triggered_by="alice")  # fmt: skip
+    return plan.model_copy(update={"master_addr": master_address(plan, "octotrain")})
+
+
+def pods(plan: RunPlan) -> list[dict[str, Any]]:
+    built = []
+    for number, node in enumerate(plan.node_indices):
+        operator = LaunchNodePodOperator(
+            task_id="launch", training_task_id=plan.task_id, node_index=node
+        )
+        context = {"ti": _TaskInstance(plan, number), "run_id": plan.run_id, "dag": object()}
+        pod = operator.build_pod_request_obj(context, dry_run=True)  # type: ignore[arg-type]
+        built.append(ApiClient().sanitize_for_serialization(pod))
+    return built
+
+
+def containers(pod: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    spec = pod["spec"]
+    return {c["name"]: c for c in [*spec["initContainers"], *spec["containers"]]}
+
+
+@pytest.mark.parametrize("nodes", [1, 8])
+def test_each_node_gets_the_environment_contract_and_its_rank(
+    rule_session: Session, nodes: int
+) -> None:
+    plan = plan_of(rule_session, GPU_TASK, nodes)
+    built = pods(plan)
+    assert len(built) == nodes
+    for rank, pod in enumerate(built):
+        env = {item["name"]: item["value"] for item in containers(pod)["base"]["env"]}
+        assert set(env) >= PLATFORM_ENV_NAMES
+        assert (env["RANK"], env["WORLD_SIZE"]) == (str(rank), str(nodes))
+        assert env["NODE_INDEX"] == plan.node_indices[rank]
+        assert env["DATASET"] == "/octotrain/work/dataset" == env["DATASET_PATH"]
+        assert env["LOG_LEVEL"] == "info"  # the algorithm's own variable
+        assert env["MASTER_PORT"] == "29500"
+        if nodes == 1:
+            assert env["MASTER_ADDR"] == "127.0.0.1" and "subdomain" not in pod["spec"]
+        else:
+            service = service_name(plan)
+            assert env["MASTER_ADDR"] == f"distributed-0.{service}.octotrain.svc.cluster.local"
+            assert pod["spec"]["subdomain"] == service
+        assert pod["spec"]["hostname"] == plan.node_indices[rank]
+        labels = pod["metadata"]["labels"]
+        assert labels["map_index"] == str(rank) and labels["octotrain.io/node"] == env["NODE_INDEX"]
+
+
+def test_resources_user_priority_scheduling_and_mounts(rule_session: Session) -> None:
+    [pod] = pods(plan_of(rule_session, GPU_TASK, 1))
+    spec, parts = pod["spec"], containers(pod)
+    base = parts["base"]
+    assert base["image"] == "registry.example.com/team/image-algo:1.0"
+    assert base["command"][:2] == ["python3", "/octotrain/agent/run_training.py"]
+    separator = base["command"].index("--")
+    assert base["command"][separator + 1 :] == [
+        "/opt/algo/run", "--lr=0.5", "--optimizer=adam", "--shuffle=true", "--tag=x", "--n=3"
+    ]  # fmt: skip
+    assert base["resources"]["limits"] == {"cpu": "8", "memory": "65536Mi", "nvidia.com/gpu": "1"}
+    assert spec["securityContext"] == {"runAsNonRoot": True}  # ma-user: the image's own user
+    assert spec["priorityClassName"] == "octotrain-high"
+    assert spec["nodeSelector"] == {"octotrain.io/pool": "modelarts"}
+    assert spec["tolerations"][0]["key"] == "nvidia.com/gpu"
+    volumes = {volume["name"]: volume for volume in spec["volumes"]}
+    assert volumes["octotrain-work"]["hostPath"]["path"].startswith("/mnt/nvme/octotrain/")
+    assert volumes["octotrain-resource-mounts"]["persistentVolumeClaim"]["claimName"] == (
+        "octotrain-datasets"
+    )
+    mount = next(m for m in base["volumeMounts"] if m["name"] == "octotrain-resource-mounts")
+    assert mount == {
+        "name": "octotrain-resource-mounts",
+        "mountPath": "/octotrain/work/mounts/many_v1",
+        "subPath": "datasets/demo/many/v1",
+        "readOnly": True,
+    }
+    assert parts["stage"]["command"][:3] == ["octotrain", "node", "stage"]
+    assert parts["sync"]["command"][:3] == ["octotrain", "node", "sync"]
+    assert spec["restartPolicy"] == "Never"
+
+
+def test_a_cpu_task_runs_as_its_uid_with_a_normal_priority(rule_session: Session) -> None:
+    [pod] = pods(plan_of(rule_session, CPU_TASK, 1))
+    spec = pod["spec"]
+    assert spec["securityContext"] == {"runAsUser": 1234, "runAsGroup": 1234, "fsGroup": 1234}
+    assert spec["priorityClassName"] == "octotrain-low"
+    assert not spec.get("nodeSelector") and not spec.get("tolerations")
+    assert containers(pod)["base"]["resources"]["limits"] == {"cpu": "1", "memory": "1024Mi"}
+    volumes = {volume["name"]: volume for volume in spec["volumes"]}
+    assert volumes["octotrain-work"] == {"name": "octotrain-work", "emptyDir": {}}
