@@ -15,6 +15,7 @@ test: sync ## lint and run the whole test suite (SQLite and PostgreSQL)
 bench: sync ## the benchmarks of bench/, each printing ratios to a baseline of the same run
 	$(UV) run python -m bench.task_create
 	$(UV) run python -m bench.staging
+	$(UV) run python -m bench.pods
 
 sync: uv
 	$(UV) sync --frozen

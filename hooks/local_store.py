@@ -90,7 +90,7 @@ class LocalFolderStore:
 
     def delete_prefix(self, prefix: str) -> int:
         base = self._path(prefix_of(prefix).rstrip("/"))
-        if not base.exists():
+        if not base.is_dir():  # a prefix names a folder: a file of that name is not under it
             return 0
         count = sum(1 for path in base.rglob("*") if path.is_file())
         shutil.rmtree(base)

@@ -10,9 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from octotrain.settings import REPO_ROOT
-
-KUBERNETES_CONFIG_FILE = REPO_ROOT / "config" / "kubernetes.toml"
+from octotrain.settings import get_settings
 
 
 class _Config(BaseModel):
@@ -51,6 +49,11 @@ class KubernetesConfig(_Config):
         return self.resource_specs.get(spec, SpecScheduling())
 
 
+def kubernetes_config(path: Path | None = None) -> KubernetesConfig:
+    """The file ``path``, by default the one the ``kubernetes_config_file`` setting names."""
+    return _read(path or get_settings().kubernetes_config_file)
+
+
 @lru_cache(maxsize=4)
-def kubernetes_config(path: Path = KUBERNETES_CONFIG_FILE) -> KubernetesConfig:
+def _read(path: Path) -> KubernetesConfig:
     return KubernetesConfig.model_validate(tomllib.loads(path.read_text(encoding="utf-8")))

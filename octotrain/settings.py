@@ -40,6 +40,7 @@ class Settings(BaseModel):
     kubernetes_conn_id: str = Field(min_length=1)
     kubernetes_namespace: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
     octotrain_image: str = Field(min_length=1)
+    kubernetes_config_file: Path
     airflow_api_url: str = Field(pattern=r"^https?://")
     airflow_username: str = Field(min_length=1)
     airflow_password: str
@@ -71,7 +72,7 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         for key, value in raw.items()
     }
     expanded["state_dir"] = state_dir
-    for key in ("runs_dir", "local_code_dir", "node_cache_dir"):
+    for key in ("runs_dir", "local_code_dir", "node_cache_dir", "kubernetes_config_file"):
         expanded[key] = _resolve_path(str(expanded[key])).resolve()
     object_store = str(expanded["object_store_url"])
     if object_store.startswith("file://"):

@@ -11,6 +11,7 @@ from hooks.local_process import free_port
 from octotrain.catalog.models import Run, RunState, TrainingTask
 from octotrain.errors import InvalidInput
 from octotrain.kubernetes_config import kubernetes_config
+from octotrain.mount_volumes import mount_volumes
 from octotrain.planning import RunPlan, build_run_plan
 from octotrain.pods import master_address
 from octotrain.settings import get_settings
@@ -19,11 +20,31 @@ from operators.training_stage import PLAN_XCOM_KEY, TrainingStageOperator
 LOCAL_MASTER_ADDR = "127.0.0.1"
 
 
+def check_mount_volume(plan: RunPlan) -> None:
+    """On Kubernetes, resource mounts come from the volume the resource spec names."""
+    if not plan.mounts or plan.resources is None:
+        return
+    volume, known = plan.resources.mount_volume, mount_volumes()
+    if not volume:
+        raise InvalidInput.one(
+            "resource_spec",
+            f"'{plan.resources.spec}' names no mount_volume, so the task's mounts cannot be "
+            "mounted on Kubernetes (set one of config/mount_volumes.toml on the spec)",
+        )
+    if volume not in known:
+        raise InvalidInput.one(
+            "resource_spec",
+            f"mount_volume '{volume}' of '{plan.resources.spec}' is not in "
+            f"config/mount_volumes.toml (it has: {', '.join(sorted(known)) or 'none'})",
+        )
+
+
 def _with_rendezvous(plan: RunPlan) -> RunPlan:
     """Where node 0 listens: this machine and a free port (local launcher), or node 0's pod
     by its DNS name under the run's Service and the configured port (Kubernetes)."""
     settings = get_settings()
     if settings.launcher == "kubernetes":
+        check_mount_volume(plan)
         address = master_address(plan, settings.kubernetes_namespace)
         port = kubernetes_config().master_port
     else:

@@ -72,6 +72,7 @@ def test_listing_deleting_and_copying_prefixes(any_store: ObjectStore, tmp_path:
         ("datasets/p/d/v1/sub/b.bin", 2000),
     ]
     assert any_store.list("datasets/p/d/v") == []  # a prefix is a folder, not a string start
+    assert any_store.delete_prefix("datasets/p/d/v1/a.txt") == 0  # a file is not a folder
     assert any_store.copy_prefix("datasets/p/d/v1", "caches/p/c/1") == 2
     any_store.get_file("caches/p/c/1/sub/b.bin", tmp_path / "copy.bin")
     assert (tmp_path / "copy.bin").read_bytes() == b"\x00\x01" * 1000

@@ -1,0 +1,132 @@
+"""What the init container and the sidecar of a training pod do, against a local store: the
+stage plan staged into read-only DATASET/MODEL views, logs and metrics uploaded as they
+change, OUTPUT with its manifest and the exit status at the end."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+from pathlib import Path
+
+import pytest
+
+from hooks.local_store import LocalFolderStore
+from hooks.pod_node import NodeSync, stage_pod_node, stage_plan
+from hooks.run_files import read_json, read_text, write_text
+from octotrain.manifests import content_digest
+from tests.hooks.test_node_cache import put_version
+
+PREFIX = "runs/7/manual-1"
+GIB = 1024**3
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> LocalFolderStore:
+    return LocalFolderStore(tmp_path / "objects")
+
+
+def test_stage_lays_out_the_work_folder_and_stages_the_plan(
+    store: LocalFolderStore, tmp_path: Path
+) -> None:
+    data = put_version(store, tmp_path, "datasets/p/houses/v1", {"train.csv": b"a,b\n1,2\n"})
+    model = put_version(store, tmp_path, "models/p/base/v3", {"weights.bin": b"\x01" * 100})
+    write_text(store, f"{PREFIX}/stage.json", json.dumps(stage_plan([data], [model])))
+    work, agent = tmp_path / "work", tmp_path / "agent"
+    stage_pod_node(store, plan_key=f"{PREFIX}/stage.json", task_id=7, node_index="single-0",
+                   work=work, cache_dir=tmp_path / "cache", agent_dir=agent,
+                   cache_max_bytes=GIB)  # fmt: skip
+    assert (work / "dataset" / data.name / "train.csv").read_bytes() == b"a,b\n1,2\n"
+    assert (work / "model" / "weights.bin").read_bytes() == b"\x01" * 100  # one model: whole
+    assert not os.access(work / "dataset" / data.name / "train.csv", os.W_OK) or os.getuid() == 0
+    assert (agent / "run_training.py").is_file()
+    for folder in ("output", "metrics", "mounts"):
+        assert (work / folder).is_dir()
+    logs = sorted(p.name for p in (work / "logs").iterdir())
+    assert logs == ["train-7-single-0-init.log", "train-7-single-0-sidecar.log",
+                    "train-7-single-0.log"]  # fmt: skip
+    uploaded = read_text(store, f"{PREFIX}/logs/train-7-single-0-init.log")
+    assert "data preparation finished for node single-0" in uploaded
+
+
+def test_a_stage_that_fails_says_why_in_the_uploaded_init_log(
+    store: LocalFolderStore, tmp_path: Path
+) -> None:
+    data = put_version(store, tmp_path, "datasets/p/houses/v1", {"train.csv": b"rows"})
+    (tmp_path / "objects" / "datasets/p/houses/v1/train.csv").unlink()
+    write_text(store, f"{PREFIX}/stage.json", json.dumps(stage_plan([data], [])))
+    with pytest.raises(Exception, match="train.csv"):
+        stage_pod_node(store, plan_key=f"{PREFIX}/stage.json", task_id=7,
+                       node_index="distributed-1", work=tmp_path / "work",
+                       cache_dir=tmp_path / "cache", agent_dir=tmp_path / "agent",
+                       cache_max_bytes=GIB)  # fmt: skip
+    uploaded = read_text(store, f"{PREFIX}/logs/train-7-distributed-1-init.log")
+    assert "ERROR staging failed" in uploaded and "train.csv" in uploaded
+
+
+def work_folder(tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    for folder in ("logs", "metrics/loss", "output/ckpt"):
+        (work / folder).mkdir(parents=True)
+    (work / "logs" / "train-7-distributed-0.log").write_text("epoch 1\n")
+    (work / "metrics" / "loss" / "data.jsonl").write_text('{"step": 1, "value": 0.5}\n')
+    (work / "resources.jsonl").write_text('{"cpu_percent": 10}\n')
+    return work
+
+
+def test_sync_uploads_only_what_changed(store: LocalFolderStore, tmp_path: Path) -> None:
+    work = work_folder(tmp_path)
+    sidecar = NodeSync(store, prefix=PREFIX, task_id=7, node_index="distributed-0", work=work)
+    puts: list[str] = []
+    original = store.put_file
+    store.put_file = lambda key, path, **kw: puts.append(key) or original(key, path, **kw)  # type: ignore[method-assign]
+    sidecar.sync()
+    assert set(puts) == {
+        f"{PREFIX}/logs/train-7-distributed-0.log",
+        f"{PREFIX}/metrics/distributed-0/loss/data.jsonl",
+        f"{PREFIX}/resources/distributed-0.jsonl",
+    }
+    puts.clear()
+    sidecar.sync()
+    assert puts == []
+    with (work / "logs" / "train-7-distributed-0.log").open("a") as log:
+        log.write("epoch 2\n")
+    sidecar.sync()
+    assert puts == [f"{PREFIX}/logs/train-7-distributed-0.log"]
+    assert read_text(store, puts[0]) == "epoch 1\nepoch 2\n"
+
+
+def test_run_ends_with_output_manifest_and_exit_status(
+    store: LocalFolderStore, tmp_path: Path
+) -> None:
+    work = work_folder(tmp_path)
+    (work / "output" / "ckpt" / "model.pt").write_bytes(b"weights")
+    exit_file = work / "exit-code"
+    exit_file.write_text("3\n")
+    sidecar = NodeSync(store, prefix=PREFIX, task_id=7, node_index="distributed-0", work=work)
+    assert sidecar.run(every=0.01, exit_file=exit_file) == 0
+    manifest = read_json(store, f"{PREFIX}/outputs/distributed-0.json")
+    assert list(manifest) == ["ckpt/model.pt"] and content_digest(manifest)
+    assert read_text(store, f"{PREFIX}/output/distributed-0/ckpt/model.pt") == "weights"
+    assert read_json(store, f"{PREFIX}/exits/distributed-0.json") == {"exit_status": 3}
+    sidecar_log = read_text(store, f"{PREFIX}/logs/train-7-distributed-0-sidecar.log")
+    assert "training ended (exit status 3)" in sidecar_log
+    assert "uploaded OUTPUT: 1 files" in sidecar_log
+
+
+def test_sigterm_stops_the_sidecar_with_a_final_upload(
+    store: LocalFolderStore, tmp_path: Path
+) -> None:
+    work = work_folder(tmp_path)
+    sidecar = NodeSync(store, prefix=PREFIX, task_id=7, node_index="distributed-0", work=work)
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM)).start()
+        assert sidecar.run(every=0.05, exit_file=work / "never") == 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert read_json(store, f"{PREFIX}/exits/distributed-0.json") == {"exit_status": None}
+    assert read_json(store, f"{PREFIX}/outputs/distributed-0.json") == {}
+    sidecar_log = read_text(store, f"{PREFIX}/logs/train-7-distributed-0-sidecar.log")
+    assert "exit status none: stopped" in sidecar_log

@@ -1,0 +1,37 @@
+"""``config/kubernetes.toml``: the shipped file is valid, a wrong one is refused by field, and
+priorities map to the classes it names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from octotrain.kubernetes_config import kubernetes_config
+from octotrain.settings import REPO_ROOT
+
+
+def test_the_shipped_file_is_valid_and_maps_priorities() -> None:
+    config = kubernetes_config(REPO_ROOT / "config" / "kubernetes.toml")
+    assert config.priority_class(50) == "octotrain-high"
+    assert config.priority_class(0) == "octotrain-normal"
+    assert config.priority_class(-50) == "octotrain-low"
+    assert config.scheduling("modelarts-gpu").node_local_path == "/mnt/nvme/octotrain"
+    assert config.scheduling("not-listed").node_selector == {}
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("master_port = 80", "master_port"),
+        ("sync_interval_seconds = 0", "sync_interval_seconds"),
+        ("colour = 'blue'", "colour"),
+        ("[[priority_classes]]\nminimum = 99\nname = 'x'", "priority_classes.0.minimum"),
+    ],
+)
+def test_a_wrong_file_is_refused_naming_the_field(tmp_path: Path, text: str, field: str) -> None:
+    path = tmp_path / "kubernetes.toml"
+    path.write_text(text + "\n")
+    with pytest.raises(ValidationError, match=field.replace(".", r"\.")):
+        kubernetes_config(path)
