@@ -144,8 +144,12 @@ class Cluster:
             metadata["name"] = generated_name(metadata["generateName"])
         pattern = DNS_LABEL if kind == "services" else DNS_SUBDOMAIN
         limit = 63 if kind == "services" else 253
-        if kind != "events" and (not pattern.match(metadata["name"]) or len(metadata["name"]) > limit):
-            raise invalid(kind, metadata["name"], f'metadata.name: Invalid value: "{metadata["name"]}"')
+        if kind != "events" and (
+            not pattern.match(metadata["name"]) or len(metadata["name"]) > limit
+        ):
+            raise invalid(
+                kind, metadata["name"], f'metadata.name: Invalid value: "{metadata["name"]}"'
+            )
         if self.store.find(kind, namespace, metadata["name"]) is not None:
             raise already_exists(kind, metadata["name"])
         metadata.update(namespace=namespace, uid=new_uid(), creationTimestamp=rfc3339())
@@ -224,7 +228,9 @@ class Cluster:
             current = self.store.get(kind, namespace, name)
             if "json-patch" in content_type:
                 if not isinstance(patch, list):
-                    raise bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
+                    raise bad_request(
+                        "json: cannot unmarshal object into Go value of type jsonpatch.Patch"
+                    )
                 patched = json_patch(current, patch)
             elif isinstance(patch, dict):
                 patched = merge_patch(current, patch)
@@ -245,7 +251,9 @@ class Cluster:
         """A pod's spec cannot change (beyond what the emulator does not model) and its
         status is not written through the pod itself."""
         patched["status"] = current.get("status", {})
-        changed = {k for k in current["spec"] if current["spec"].get(k) != patched.get("spec", {}).get(k)}
+        changed = {
+            k for k in current["spec"] if current["spec"].get(k) != patched.get("spec", {}).get(k)
+        }
         changed |= set(patched.get("spec", {})) - set(current["spec"])
         if changed - {"activeDeadlineSeconds", "tolerations"}:
             raise invalid(
@@ -324,7 +332,11 @@ class Cluster:
                     ]
                     self.store.touch(stored)
                     self.store.record_event(
-                        stored, "FailedScheduling", message, warning=True, component="default-scheduler"
+                        stored,
+                        "FailedScheduling",
+                        message,
+                        warning=True,
+                        component="default-scheduler",
                     )
                 continue
             del self._unscheduled[uid]
@@ -345,7 +357,9 @@ class Cluster:
         with self.store.lock:
             pod = self.store.get("pods", namespace, name)
             if grace_seconds is None:
-                grace_seconds = pod["spec"].get("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS)
+                grace_seconds = pod["spec"].get(
+                    "terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS
+                )
             if grace_seconds < 0:
                 raise invalid("pods", name, "gracePeriodSeconds: Invalid value: must be >= 0")
             uid = pod["metadata"]["uid"]
@@ -398,9 +412,13 @@ class Cluster:
                 reason = found[1].waiting_reason if found else "ContainerCreating"
                 if reason in ("ErrImagePull", "ImagePullBackOff"):
                     reason = "trying and failing to pull image"
-                raise bad_request(f'container "{container}" in pod "{name}" is waiting to start: {reason}')
+                raise bad_request(
+                    f'container "{container}" in pod "{name}" is waiting to start: {reason}'
+                )
             if previous:
-                raise bad_request(f'previous terminated container "{container}" in pod "{name}" not found')
+                raise bad_request(
+                    f'previous terminated container "{container}" in pod "{name}" not found'
+                )
             log = found[0]
         if not follow:
             return log.read(query)
@@ -421,4 +439,3 @@ class Cluster:
             runtime.kill()
         with self.store.changed:
             self.store.changed.notify_all()
-

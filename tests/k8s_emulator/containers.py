@@ -5,6 +5,7 @@ emulator's stand-in for the memory cgroup and the kernel's OOM killer)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -34,7 +35,7 @@ class Exit:
 
 class ContainerProcess:
     """One running container. ``on_exit`` is called once, from a thread of its own, after
-    the process and everything it started have ended and the log is complete."""
+    the process and everything it started have ended and all their output is in the log."""
 
     def __init__(
         self,
@@ -83,10 +84,8 @@ class ContainerProcess:
         """Send ``signum`` to every process of the container."""
         if self._process is None or self.ended.is_set():
             return
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._process.pid, signum)
-        except (ProcessLookupError, PermissionError):
-            pass
 
     def _watch(self) -> None:
         process = self._process
@@ -101,22 +100,25 @@ class ContainerProcess:
                     self._oom_rss = rss
                     self.signal(signal.SIGKILL)
         # The container ends with its first process: whatever it left running goes too.
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
         deadline = time.monotonic() + _DRAIN_SECONDS
         for reader in self._readers:
             reader.join(max(0.0, deadline - time.monotonic()))
-        self._log.mark_complete()
         code = process.returncode
         exit_code = 128 - code if code < 0 else code
         if self._oom_rss is not None:
             result = Exit(137, "OOMKilled", self._oom_rss)
         else:
             result = Exit(exit_code, "Completed" if exit_code == 0 else "Error")
-        self.ended.set()
-        self._on_exit(result)
+        try:
+            self._on_exit(result)
+        finally:
+            # Only now do log followers finish: a client that reads the pod when its log
+            # stream ends sees the container terminated (the KubernetesPodOperator resumes
+            # the stream, duplicating lines, when it still looks running).
+            self.ended.set()
+            self._log.mark_complete()
 
 
 def _tree_rss(pid: int) -> int:

@@ -95,9 +95,9 @@ class PodRuntime:
         self._spec = copy.deepcopy(pod["spec"])
         self._binding = binding
         self.pod_dir = host.root / "pods" / self.namespace / f"{self.name}-{self.uid[:8]}"
-        has_init = bool(self._spec.get("initContainers"))
-        self._init = [self._container(c, True, "PodInitializing") for c in self._init_specs]
-        waiting = "PodInitializing" if has_init else "ContainerCreating"
+        init_specs = self._spec.get("initContainers") or []
+        self._init = [self._container(c, True, "PodInitializing") for c in init_specs]
+        waiting = "PodInitializing" if init_specs else "ContainerCreating"
         self._regular = [self._container(c, False, waiting) for c in self._spec["containers"]]
         self._conditions = Conditions()
         self._volumes: dict[str, Path] = {}
@@ -105,10 +105,6 @@ class PodRuntime:
         self._deadline = 0.0
         self._finished = False
         self._start_time: float | None = None
-
-    @property
-    def _init_specs(self) -> list[dict[str, Any]]:
-        return list(self._spec.get("initContainers") or [])
 
     def _container(self, spec: dict[str, Any], init: bool, waiting: str) -> _Container:
         name = spec["name"]
@@ -150,16 +146,25 @@ class PodRuntime:
                 return
         for container in self._regular:
             threading.Thread(
-                target=self._launch, args=(container,), name=f"kubelet-{self.name}-start", daemon=True
+                target=self._launch,
+                args=(container,),
+                name=f"kubelet-{self.name}-start",
+                daemon=True,
             ).start()
 
-    def _event(self, reason: str, message: str, *, warning: bool = False, container: str = "") -> None:
+    def _event(
+        self, reason: str, message: str, *, warning: bool = False, container: str = ""
+    ) -> None:
         pod = self._pod()
         if pod is None:
             return
         field_path = None
         if container:
-            kind = "initContainers" if any(c.record.name == container for c in self._init) else "containers"
+            kind = (
+                "initContainers"
+                if any(c.record.name == container for c in self._init)
+                else "containers"
+            )
             field_path = f"spec.{kind}{{{container}}}"
         self._store.record_event(pod, reason, message, warning=warning, field_path=field_path)
 
@@ -252,7 +257,9 @@ class PodRuntime:
                 )
             else:
                 self._event(
-                    "Pulled", f'Container image "{image}" already present on machine', container=name
+                    "Pulled",
+                    f'Container image "{image}" already present on machine',
+                    container=name,
                 )
             return True
         if policy == "Never":
@@ -271,7 +278,9 @@ class PodRuntime:
         with self._store.lock:
             record.waiting_reason, record.waiting_message = "ErrImagePull", error
             self._publish()
-        self._event("Failed", f'Failed to pull image "{image}": {error}', warning=True, container=name)
+        self._event(
+            "Failed", f'Failed to pull image "{image}": {error}', warning=True, container=name
+        )
         self._event("Failed", "Error: ErrImagePull", warning=True, container=name)
         if self.deleting.wait(RETRY_SECONDS):
             return False
@@ -291,10 +300,13 @@ class PodRuntime:
                 raise ConfigError("the pod is gone")
             pod = copy.deepcopy(pod)
         variables = spec_environment(pod, spec, self._host.lookup, self._host.allocatable_cpu)
-        mounts = [
-            (mount["mountPath"], str(mount_host_path(self._volumes[mount["name"]], mount)))
-            for mount in spec.get("volumeMounts") or []
-        ]
+        try:
+            mounts = [
+                (mount["mountPath"], str(mount_host_path(self._volumes[mount["name"]], mount)))
+                for mount in spec.get("volumeMounts") or []
+            ]
+        except OSError as error:
+            raise ConfigError(f"failed to prepare subPath for volumeMount: {error}") from error
         mounts.append((spec.get("terminationMessagePath", ""), str(container.termination_file)))
         subdomains, services = self._host.dns_domains(self.namespace)
         rewriter = Rewriter(mounts, self.namespace, subdomains, services)
@@ -394,7 +406,9 @@ class PodRuntime:
                 return
             self._deadline = deadline
             self.deleting.set()
-            running = [c for c in (*self._init, *self._regular) if c.process and not c.ended.is_set()]
+            running = [
+                c for c in (*self._init, *self._regular) if c.process and not c.ended.is_set()
+            ]
         threading.Thread(
             target=self._terminate, args=(running,), name=f"kubelet-{self.name}-kill", daemon=True
         ).start()
@@ -405,7 +419,11 @@ class PodRuntime:
 
     def _terminate(self, running: list[_Container]) -> None:
         for container in running:
-            self._event("Killing", f"Stopping container {container.record.name}", container=container.record.name)
+            self._event(
+                "Killing",
+                f"Stopping container {container.record.name}",
+                container=container.record.name,
+            )
             if self._deadline <= time.monotonic():
                 container.process.signal(signal.SIGKILL)  # type: ignore[union-attr]
             else:
@@ -422,8 +440,9 @@ class PodRuntime:
 
     def kill(self) -> None:
         """SIGKILL every container now, waiting for them to end (the emulator stops)."""
-        self.deleting.set()
-        containers = [c for c in (*self._init, *self._regular) if c.process]
+        with self._store.lock:  # a container being started is either seen here or not started
+            self.deleting.set()
+            containers = [c for c in (*self._init, *self._regular) if c.process]
         for container in containers:
             container.process.signal(signal.SIGKILL)  # type: ignore[union-attr]
         for container in containers:

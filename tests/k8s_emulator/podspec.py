@@ -55,12 +55,17 @@ def validate_pod(pod: dict[str, Any]) -> None:
         mount_paths: set[str] = set()
         for m_index, mount in enumerate(container.get("volumeMounts") or []):
             if mount.get("name") not in volumes:
-                errors.append(f'{where}.volumeMounts[{m_index}].name: Not found: "{mount.get("name")}"')
+                errors.append(
+                    f'{where}.volumeMounts[{m_index}].name: Not found: "{mount.get("name")}"'
+                )
             path = mount.get("mountPath") or ""
             if not path:
                 errors.append(f"{where}.volumeMounts[{m_index}].mountPath: Required value")
             elif path in mount_paths:
-                errors.append(f'{where}.volumeMounts[{m_index}].mountPath: Invalid value: "{path}": must be unique')
+                errors.append(
+                    f"{where}.volumeMounts[{m_index}].mountPath: "
+                    f'Invalid value: "{path}": must be unique'
+                )
             mount_paths.add(path)
         errors += _resource_errors(where, container.get("resources") or {})
     for key in ("hostname", "subdomain"):
@@ -86,17 +91,27 @@ def _resource_errors(where: str, resources: dict[str, Any]) -> list[str]:
                 errors.append(f"{where}.resources.{kind}[{resource}]: Invalid value: {error}")
                 continue
             if parsed[kind][resource] < 0:
-                errors.append(f"{where}.resources.{kind}[{resource}]: must be greater than or equal to 0")
+                errors.append(
+                    f"{where}.resources.{kind}[{resource}]: must be greater than or equal to 0"
+                )
             if "/" in resource and parsed[kind][resource].denominator != 1:
                 errors.append(f"{where}.resources.{kind}[{resource}]: must be an integer")
     for resource, request in parsed["requests"].items():
         limit = parsed["limits"].get(resource)
         if "/" in resource and limit is None:
-            errors.append(f"{where}.resources.limits: Required value: Limit must be set for non overcommitable resources")
+            errors.append(
+                f"{where}.resources.limits: Required value: "
+                "Limit must be set for non overcommitable resources"
+            )
         elif "/" in resource and limit != request:
-            errors.append(f"{where}.resources.requests[{resource}]: must be equal to {resource} limit")
+            errors.append(
+                f"{where}.resources.requests[{resource}]: must be equal to {resource} limit"
+            )
         elif limit is not None and request > limit:
-            errors.append(f"{where}.resources.requests: Invalid value: must be less than or equal to {resource} limit")
+            errors.append(
+                f"{where}.resources.requests: Invalid value: "
+                f"must be less than or equal to {resource} limit"
+            )
     return errors
 
 
@@ -138,9 +153,9 @@ def qos_class(spec: dict[str, Any]) -> str:
         for resource in (CPU, MEMORY):
             if resource in requests or resource in limits:
                 any_set = True
-            if resource not in limits or parse_quantity(requests.get(resource, 0)) != parse_quantity(
-                limits[resource]
-            ):
+            if resource not in limits or parse_quantity(
+                requests.get(resource, 0)
+            ) != parse_quantity(limits[resource]):
                 guaranteed = False
     if not any_set:
         return "BestEffort"

@@ -44,7 +44,9 @@ class Rewriter:
                 table[normalized] = host_path
         self._mounts = table
         alternatives = "|".join(re.escape(p) for p in sorted(table, key=len, reverse=True))
-        self._paths = re.compile(f"{_PATH_BEFORE}(?:{alternatives}){_PATH_AFTER}") if table else None
+        self._paths = (
+            re.compile(f"{_PATH_BEFORE}(?:{alternatives}){_PATH_AFTER}") if table else None
+        )
         names = [rf"(?:{_LABEL}\.)+svc\.cluster\.local"]
         namespace_suffix = rf"(?:\.{re.escape(namespace)}(?:\.svc)?)?"
         domains = sorted({*subdomains, *services} - {""}, key=len, reverse=True)

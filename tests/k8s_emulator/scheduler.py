@@ -68,7 +68,10 @@ class Scheduler:
     def try_bind(self, uid: str, spec: dict[str, Any]) -> tuple[Binding | None, str]:
         """Bind the pod if it fits; otherwise None and the ``FailedScheduling`` message."""
         if not self._node_matches(spec):
-            return None, "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."
+            return (
+                None,
+                "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector.",
+            )
         requests = pod_requests(spec)
         requests[PODS] = Fraction(1)
         used: dict[str, Fraction] = {}
@@ -96,12 +99,9 @@ class Scheduler:
         for key, value in (spec.get("nodeSelector") or {}).items():
             if labels.get(key) != value:
                 return False
-        required = (
-            ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-                "requiredDuringSchedulingIgnoredDuringExecution"
-            )
-            or {}
-        )
+        required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ) or {}
         terms = required.get("nodeSelectorTerms") or []
         return not terms or any(self._term_matches(term) for term in terms)
 

@@ -129,7 +129,7 @@ FIELDS: dict[str, dict[str, Callable[[dict[str, Any]], str]]] = {
         "reportingComponent": _path("reportingComponent"),
         "source": _path("source", "component"),
         "type": _path("type"),
-    },  # fmt: skip
+    },
 }
 
 

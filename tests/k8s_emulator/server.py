@@ -5,6 +5,7 @@ expects; every open connection is closed when the emulator stops."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import socket
@@ -74,10 +75,8 @@ class ApiHttpServer(ThreadingHTTPServer):
         with self._connections_lock:
             connections = list(self._connections)
         for connection in connections:
-            try:
+            with contextlib.suppress(OSError):
                 connection.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 class _ClientGone(Exception):
@@ -124,7 +123,11 @@ class ApiHandler(BaseHTTPRequestHandler):
                     handler(self, **match.groupdict())
                     return
             if any(pattern.match(url.path) for _, pattern, _ in _ROUTES):
-                raise ApiError(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource")
+                raise ApiError(
+                    405,
+                    "MethodNotAllowed",
+                    "the server does not allow this method on the requested resource",
+                )
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         except ApiError as error:
             self._send_json(error.code, error.status())
@@ -224,12 +227,23 @@ class ApiHandler(BaseHTTPRequestHandler):
             }
             for kind in KINDS
         ]
+        subresources = [("pods/log", "Pod", ["get"]), ("pods/status", "Pod", ["get"])]
         resources += [
-            {"name": "pods/log", "singularName": "", "namespaced": True, "kind": "Pod", "verbs": ["get"]},
-            {"name": "pods/status", "singularName": "", "namespaced": True, "kind": "Pod", "verbs": ["get"]},
-            {"name": "namespaces", "singularName": "namespace", "namespaced": False, "kind": "Namespace", "verbs": ["get", "list"]},
-        ]  # fmt: skip
-        self._send_json(200, {"kind": "APIResourceList", "groupVersion": "v1", "resources": resources})
+            {"name": name, "singularName": "", "namespaced": True, "kind": kind, "verbs": verbs}
+            for name, kind, verbs in subresources
+        ]
+        resources.append(
+            {
+                "name": "namespaces",
+                "singularName": "namespace",
+                "namespaced": False,
+                "kind": "Namespace",
+                "verbs": ["get", "list"],
+            }
+        )
+        self._send_json(
+            200, {"kind": "APIResourceList", "groupVersion": "v1", "resources": resources}
+        )
 
     def list_namespaces(self) -> None:
         items = self.cluster.namespaces()
@@ -307,7 +321,11 @@ class ApiHandler(BaseHTTPRequestHandler):
             self._stream(result, "text/plain")
 
     def _watch(
-        self, kind: str, namespace: str | None, label_selector: str | None, field_selector: str | None
+        self,
+        kind: str,
+        namespace: str | None,
+        label_selector: str | None,
+        field_selector: str | None,
     ) -> None:
         """Watch events (ADDED, MODIFIED, DELETED) by comparing what the list selects each
         time the store changes."""
@@ -331,11 +349,16 @@ class ApiHandler(BaseHTTPRequestHandler):
                     if store.resource_version == seen_version:
                         store.changed.wait(_WATCH_POLL_SECONDS)
                     seen_version = store.resource_version
-                latest = {key(o): o for o in cluster.list(kind, namespace, label_selector, field_selector)}
+                latest = {
+                    key(o): o for o in cluster.list(kind, namespace, label_selector, field_selector)
+                }
                 for name, obj in latest.items():
                     if name not in known:
                         yield _watch_line("ADDED", obj)
-                    elif obj["metadata"]["resourceVersion"] != known[name]["metadata"]["resourceVersion"]:
+                    elif (
+                        obj["metadata"]["resourceVersion"]
+                        != known[name]["metadata"]["resourceVersion"]
+                    ):
                         yield _watch_line("MODIFIED", obj)
                 for name, obj in known.items():
                     if name not in latest:
@@ -350,13 +373,21 @@ def _watch_line(kind: str, obj: dict[str, Any]) -> bytes:
 
 
 def _list_body(kind: str, version: str, items: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"kind": f"{kind}List", "apiVersion": "v1", "metadata": {"resourceVersion": version}, "items": items}
+    return {
+        "kind": f"{kind}List",
+        "apiVersion": "v1",
+        "metadata": {"resourceVersion": version},
+        "items": items,
+    }
 
 
-def _route(method: str, pattern: str, handler: Callable[..., None]) -> tuple[str, re.Pattern[str], Callable[..., None]]:
+def _route(
+    method: str, pattern: str, handler: Callable[..., None]
+) -> tuple[str, re.Pattern[str], Callable[..., None]]:
     return method, re.compile(pattern), handler
 
 
+_POD = r"^/api/v1/namespaces/(?P<namespace>[^/]+)/pods/(?P<name>[^/]+)"
 _ROUTES = [
     _route("GET", r"^/version/?$", ApiHandler.version),
     _route("GET", r"^/(?:healthz|readyz|livez)/?$", ApiHandler.health),
@@ -367,8 +398,8 @@ _ROUTES = [
     _route("GET", rf"^/api/v1/(?P<kind>{_KIND_PATTERN})/?$", ApiHandler.list_all),
     _route("GET", rf"{_NAMESPACED}/?$", ApiHandler.list_objects),
     _route("POST", rf"{_NAMESPACED}/?$", ApiHandler.create_object),
-    _route("GET", r"^/api/v1/namespaces/(?P<namespace>[^/]+)/pods/(?P<name>[^/]+)/log/?$", ApiHandler.read_log),
-    _route("GET", r"^/api/v1/namespaces/(?P<namespace>[^/]+)/pods/(?P<name>[^/]+)/status/?$", ApiHandler.read_pod_status),
+    _route("GET", rf"{_POD}/log/?$", ApiHandler.read_log),
+    _route("GET", rf"{_POD}/status/?$", ApiHandler.read_pod_status),
     _route("GET", rf"{_NAMESPACED}/(?P<name>[^/]+)/?$", ApiHandler.read_object),
     _route("PATCH", rf"{_NAMESPACED}/(?P<name>[^/]+)/?$", ApiHandler.patch_object),
     _route("DELETE", rf"{_NAMESPACED}/(?P<name>[^/]+)/?$", ApiHandler.delete_object),

@@ -114,7 +114,12 @@ class Conditions:
     _current: dict[str, tuple[str, str | None, str | None, float]] = field(default_factory=dict)
 
     def set(
-        self, kind: str, status: bool, now: float, reason: str | None = None, message: str | None = None
+        self,
+        kind: str,
+        status: bool,
+        now: float,
+        reason: str | None = None,
+        message: str | None = None,
     ) -> None:
         value = "True" if status else "False"
         previous = self._current.get(kind)
@@ -122,7 +127,13 @@ class Conditions:
         self._current[kind] = (value, reason, message, changed_at)
 
     def to_list(self) -> list[dict[str, Any]]:
-        order = ["PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"]
+        order = [
+            "PodReadyToStartContainers",
+            "Initialized",
+            "Ready",
+            "ContainersReady",
+            "PodScheduled",
+        ]
         conditions = []
         for kind in order:
             if kind not in self._current:
@@ -152,17 +163,15 @@ def update_conditions(
     """The conditions of a scheduled pod, from its containers."""
     conditions.set("PodScheduled", True, now)
     sandbox_up = phase not in ("Succeeded", "Failed")
-    conditions.set("PodReadyToStartContainers", sandbox_up or any(r.started_at for r in regular), now)
+    conditions.set(
+        "PodReadyToStartContainers", sandbox_up or any(r.started_at for r in regular), now
+    )
     incomplete = [r.name for r in init if not (r.state == "terminated" and r.exit_code == 0)]
-    if incomplete and phase != "Failed":
+    if incomplete:
         conditions.set(
             "Initialized", False, now, "ContainersNotInitialized",
             f"containers with incomplete status: [{' '.join(incomplete)}]",
         )  # fmt: skip
-    elif incomplete:
-        conditions.set(
-            "Initialized", False, now, "PodFailed" if phase == "Failed" else None
-        )
     else:
         conditions.set("Initialized", True, now)
     if phase in ("Succeeded", "Failed"):

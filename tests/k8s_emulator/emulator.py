@@ -1,0 +1,135 @@
+"""``KubernetesEmulator``: a loopback Kubernetes API server with one node whose containers are
+processes on this machine. See the package docstring for what is emulated and how."""
+
+from __future__ import annotations
+
+import copy
+import threading
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.k8s_emulator.cluster import Cluster
+from tests.k8s_emulator.scheduler import Node
+from tests.k8s_emulator.server import ApiHttpServer
+from tests.k8s_emulator.volumes import volume_path
+
+NODE_NAME = "k8s-emulator-node"
+CONTEXT = "k8s-emulator"
+
+
+class KubernetesEmulator:
+    """A core/v1 API server on ``127.0.0.1:<free port>`` over plain HTTP, no authentication.
+
+    ``gpus``, ``cpu`` and ``memory`` are the node's capacity (what the scheduler fits pods
+    into); ``node_labels`` are added to the node's labels (for ``nodeSelector`` and node
+    affinity). Everything the pods write that is not a hostPath goes under ``root``."""
+
+    def __init__(
+        self,
+        root: Path,
+        gpus: int = 0,
+        cpu: str = "16",
+        memory: str = "64Gi",
+        node_labels: dict[str, str] | None = None,
+    ) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        node = Node.build(NODE_NAME, cpu, memory, gpus, node_labels)
+        self._cluster = Cluster(self.root, node)
+        self._server: ApiHttpServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- serving ---------------------------------------------------------------------------
+
+    def start(self) -> KubernetesEmulator:
+        """Bind a free port on 127.0.0.1 and serve in a background thread."""
+        if self._server is not None:
+            raise RuntimeError("the emulator is already started")
+        self._server = ApiHttpServer(self._cluster)
+        self._cluster.port = self._server.server_address[1]
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="k8s-emulator-api",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Kill every container process, close every connection, stop serving."""
+        self._cluster.kill_everything()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.close_connections()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._server = None
+        self._thread = None
+
+    def __enter__(self) -> KubernetesEmulator:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("the emulator is not started")
+        return self._cluster.port
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def write_kubeconfig(self, path: Path | str, namespace: str = "default") -> Path:
+        """A kubeconfig whose current context is this emulator (no credentials)."""
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": CONTEXT, "cluster": {"server": self.url}}],
+            "users": [{"name": CONTEXT, "user": {}}],
+            "contexts": [
+                {
+                    "name": CONTEXT,
+                    "context": {"cluster": CONTEXT, "user": CONTEXT, "namespace": namespace},
+                }
+            ],
+            "current-context": CONTEXT,
+            "preferences": {},
+        }
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+        return target
+
+    # -- for assertions --------------------------------------------------------------------
+
+    def pods(self, namespace: str = "default") -> list[dict[str, Any]]:
+        """The pods of a namespace as stored (copies), oldest first."""
+        return self._cluster.store.all("pods", namespace)
+
+    def services(self, namespace: str = "default") -> list[dict[str, Any]]:
+        return self._cluster.store.all("services", namespace)
+
+    def events(self, namespace: str = "default") -> list[dict[str, Any]]:
+        """The events of a namespace, oldest first (they outlive their pods)."""
+        return self._cluster.store.all("events", namespace)
+
+    def created_pod_names(self) -> list[str]:
+        """Every pod ever created, in order (a name twice means a duplicate pod)."""
+        return self._cluster.created_pod_names()
+
+    def volume_path(self, namespace: str, volume: dict[str, Any], pod_name: str = "") -> Path:
+        """Where a pod volume lives on this machine (a claim's folder, an NFS export's ...).
+        Volumes of a pod's own (``emptyDir``, ``configMap``, ``secret``) need ``pod_name``
+        of a pod that exists."""
+        pod_dir = self.root / "pods" / namespace
+        if pod_name:
+            pod = next(p for p in self.pods(namespace) if p["metadata"]["name"] == pod_name)
+            pod_dir = pod_dir / f"{pod_name}-{pod['metadata']['uid'][:8]}"
+        return volume_path(self.root, pod_dir, namespace, copy.deepcopy(volume))
