@@ -11,6 +11,7 @@ from cli.session import catalog_session, cli_scope
 from hooks.airflow_rest import TERMINAL_RUN_STATES, AirflowRestClient, wait_until
 from hooks.object_store import default_object_store
 from hooks.run_logs import RunLogs
+from hooks.run_stops import request_stop
 from octotrain.catalog.views import RunView, TaskView
 from octotrain.contracts import NodeLogNames, dag_id_for
 from octotrain.errors import NotFound
@@ -127,6 +128,19 @@ def run_task(
              as_json=as_json)  # fmt: skip
     if wait and state != "success":
         raise typer.Exit(1)
+
+
+@tasks_app.command("stop", help="Stop a run: every node stops, its logs are kept.")
+def stop_task_run(
+    task_id: TaskId,
+    run: Annotated[str | None, typer.Option(help="Airflow run id (default: the active).")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    with reported(as_json=as_json), catalog_session() as session:
+        chosen = Tasks(session, cli_scope()).run_to_stop(task_id, airflow_run_id=run)
+        flag = request_stop(chosen, by=cli_scope().username)
+        show({"task_id": task_id, "run_id": chosen.airflow_run_id, "stopping": flag.text()},
+             as_json=as_json)  # fmt: skip
 
 
 @tasks_app.command("status", help="The task and its runs as the catalog has them.")

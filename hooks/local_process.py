@@ -7,7 +7,6 @@ in its own process group, and watched until it ends or the run asks every node t
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import socket
@@ -16,6 +15,8 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from octotrain.abort_flags import AbortFlag
 
 AGENT_DIR = Path(__file__).resolve().parents[1] / "agent"
 WRAPPER = AGENT_DIR / "run_training.py"
@@ -41,31 +42,33 @@ class NodeOutcome:
 
 
 class RunAbortMarker:
-    """A file in the run folder that tells every node of a run to stop, and why.
+    """The run's abort flag (``octotrain.abort_flags``) as a file in the run folder.
 
     Nodes run in separate Airflow task instances (possibly separate processes), so the
-    failure of one reaches the others through the file system they share.
+    failure of one, or a stop, reaches the others through the file system they share.
     """
 
     def __init__(self, run_dir: Path) -> None:
         self.path = run_dir / "ABORT"
 
-    def raise_flag(self, *, node_index: str, reason: str) -> None:
+    def raise_flag(self, flag: AbortFlag) -> None:
+        """The first flag stays."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if not self.path.exists():
             partial = self.path.with_suffix(f".partial-{os.getpid()}")
-            partial.write_text(json.dumps({"node": node_index, "reason": reason}))
+            partial.write_text(flag.to_json())
             partial.replace(self.path)
+
+    def flag(self) -> AbortFlag | None:
+        try:
+            return AbortFlag.from_json(self.path.read_text())
+        except FileNotFoundError:
+            return None
 
     def reason(self) -> str | None:
         """Why the run is being stopped, or None while it is not."""
-        try:
-            flag = json.loads(self.path.read_text())
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError):
-            return "the run is being stopped"
-        return f"node {flag['node']} {flag['reason']}"
+        flag = self.flag()
+        return None if flag is None else flag.text()
 
 
 class LocalNodeProcess:

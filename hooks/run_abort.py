@@ -1,12 +1,14 @@
-"""The abort flag of a run whose nodes run as pods: an object in the store (the pods' nodes
-and the Airflow tasks that watch them share no file system), saying which node ended the run
-and why. ``hooks.local_process.RunAbortMarker`` is its local-launcher twin."""
+"""The abort flag (``octotrain.abort_flags``) of a run whose nodes run as pods: an object in
+the store (the pods' nodes and the Airflow tasks that watch them share no file system).
+``hooks.local_process.RunAbortMarker`` is its local-launcher twin."""
 
 from __future__ import annotations
 
-import json
+import threading
+from collections.abc import Callable
 
-from hooks.run_files import read_json, write_text
+from hooks.run_files import read_text, write_text
+from octotrain.abort_flags import AbortFlag
 from octotrain.storage import ObjectStore
 
 
@@ -15,15 +17,46 @@ class StoreAbortMarker:
         self.store = store
         self.key = f"{run_prefix}/ABORT.json"
 
-    def raise_flag(self, *, node_index: str, reason: str) -> None:
-        """The first flag stays: it names the node that ended the run."""
-        if self.reason() is None:
-            write_text(self.store, self.key, json.dumps({"node": node_index, "reason": reason}))
+    def raise_flag(self, flag: AbortFlag) -> None:
+        """The first flag stays: it names the node that ended the run, or the stop."""
+        if self.flag() is None:
+            write_text(self.store, self.key, flag.to_json())
 
-    def flag(self) -> dict[str, str] | None:
-        return read_json(self.store, self.key)
+    def flag(self) -> AbortFlag | None:
+        text = read_text(self.store, self.key)
+        return None if text is None else AbortFlag.from_json(text)
 
     def reason(self) -> str | None:
         """Why the run is being stopped, or None while it is not."""
         flag = self.flag()
-        return None if flag is None else f"node {flag['node']} {flag['reason']}"
+        return None if flag is None else flag.text()
+
+
+class AbortWatcher:
+    """While a node runs, look at the run's abort flag every ``every`` seconds in a thread of
+    its own and call ``on_flag`` once when it goes up (a stop, or another node's failure)."""
+
+    def __init__(
+        self, marker: StoreAbortMarker, *, every: float, on_flag: Callable[[AbortFlag], None]
+    ) -> None:
+        self.marker, self.every, self.on_flag = marker, every, on_flag
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="octotrain-abort", daemon=True)
+
+    def _watch(self) -> None:
+        while not self._done.wait(self.every):
+            try:
+                flag = self.marker.flag()
+            except Exception:  # the store may be briefly away: look again next time
+                continue
+            if flag is not None:
+                self.on_flag(flag)
+                return
+
+    def __enter__(self) -> AbortWatcher:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._done.set()
+        self._thread.join(timeout=self.every + 30)

@@ -31,6 +31,8 @@ class SpecScheduling(_Config):
 
 class KubernetesConfig(_Config):
     sync_interval_seconds: float = Field(default=5, gt=0, le=300)
+    abort_check_seconds: float = Field(default=2, gt=0, le=60)
+    launch_retries: int = Field(default=2, ge=0, le=10)
     master_port: int = Field(default=29500, ge=1024, le=65535)
     startup_timeout_seconds: int = Field(default=600, ge=10)
     object_store_secret: str = ""

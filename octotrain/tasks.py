@@ -107,6 +107,33 @@ class Tasks:
     def runs(self, task_id: int) -> list[Run]:
         return list(self.get(task_id).runs)
 
+    def run_to_stop(
+        self, task_id: int, *, run_id: int | None = None, airflow_run_id: str | None = None
+    ) -> Run:
+        """The run a user asks to stop, by catalog ID or Airflow run ID, or else the task's
+        latest active run; refused (Conflict) when that run has already ended."""
+        task = self.get(task_id)
+        runs = list(
+            self.session.scalars(select(Run).where(Run.task_id == task.id).order_by(Run.id))
+        )
+        if run_id is None and airflow_run_id is None:
+            active = [run for run in runs if run.state in ACTIVE_RUN_STATES]
+            if not active:
+                raise Conflict(f"training task '{task.name}' has no active run to stop")
+            return active[-1]
+        found = next(
+            (run for run in runs if run.id == run_id or run.airflow_run_id == airflow_run_id),
+            None,
+        )
+        if found is None:
+            raise NotFound(f"training task {task_id} has no run {run_id or airflow_run_id}")
+        if found.state not in ACTIVE_RUN_STATES:
+            raise Conflict(
+                f"run {found.airflow_run_id} of training task '{task.name}' has already ended "
+                f"({found.state}); only a queued or running run can be stopped"
+            )
+        return found
+
     def _flush(self, name: str) -> None:
         try:
             self.session.flush()

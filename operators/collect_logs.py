@@ -3,7 +3,8 @@
 The run folder is local to the machine that ran the nodes; the object store is what the log
 and metrics pages read once the run is over, so everything is copied there. The run's pins on
 node-cache entries are released: its inputs may now be evicted. The catalog run
-is marked failed here when any node did not succeed, since ``archive_model`` will not run.
+is marked failed (or stopped, when the run was stopped) here when any node did not succeed,
+since ``archive_model`` will not run.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from airflow.sdk import Context
 from sqlalchemy import update
 
 from hooks.catalog import default_catalog
+from hooks.local_process import RunAbortMarker
 from hooks.node_cache import NodeCache
 from hooks.object_store import default_object_store, upload_folder
 from octotrain.catalog.models import Run, RunState
@@ -45,12 +47,13 @@ class CollectLogsOperator(TrainingStageOperator):
             if (layout.read_outcome(node_index) or {}).get("exit_code") != 0
         ]
         if failed:
+            flag = RunAbortMarker(layout.run_dir).flag()
             with default_catalog().session() as session:
                 session.execute(
                     update(Run)
                     .where(Run.id == plan.catalog_run_id)
                     .values(
-                        state=RunState.FAILED,
+                        state=RunState.STOPPED if flag and flag.stopped else RunState.FAILED,
                         message=f"nodes that did not succeed: {', '.join(failed)}",
                         ended_at=datetime.now(UTC),
                     )

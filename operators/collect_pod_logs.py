@@ -29,7 +29,6 @@ from octotrain.pod_diagnosis import NodeEnd, diagnose
 from octotrain.pods import LABEL_NODE, LABEL_RUN, run_label, run_prefix
 from octotrain.settings import get_settings
 from octotrain.storage import ObjectStore
-from operators.launch_pod import STOPPED_BY_USER
 from operators.training_stage import TrainingStageOperator
 
 
@@ -45,17 +44,14 @@ class CollectPodLogsOperator(TrainingStageOperator):
             conn_id=settings.kubernetes_conn_id, namespace=settings.kubernetes_namespace
         )
         flag = StoreAbortMarker(store, prefix).flag()
-        failed, stopped = [], False
+        failed = []
         for node_index in plan.node_indices:
             pods = runs.pods({LABEL_RUN: run_label(plan), LABEL_NODE: node_index})
             pod = pods[-1] if pods else None
             events = runs.events(pod["metadata"]["name"]) if pod else []
-            stopped_because = None
-            if flag is not None and (
-                flag["node"] != node_index or flag["reason"] == STOPPED_BY_USER
-            ):
-                stopped_because = f"node {flag['node']} {flag['reason']}"
-                stopped = stopped or flag["reason"] == STOPPED_BY_USER
+            stopped_because = (
+                flag.text() if flag is not None and flag.concerns_other_than(node_index) else None
+            )
             text = self._supplemental(store, plan, node_index, pod, events, stopped_because)
             _ensure_logs(store, prefix, NodeLogNames(task_id=plan.task_id, node_index=node_index))
             if text is not None:
@@ -68,7 +64,7 @@ class CollectPodLogsOperator(TrainingStageOperator):
                     found["metadata"]["name"], grace_seconds=int(settings.stop_grace_seconds)
                 )
         if failed:
-            self._record(plan, failed, stopped)
+            self._record(plan, failed, stopped=flag is not None and flag.stopped)
         return {"failed_nodes": failed}
 
     def _supplemental(
@@ -100,7 +96,7 @@ class CollectPodLogsOperator(TrainingStageOperator):
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S%z")
         return None if text is None else f"{stamp} {text}"
 
-    def _record(self, plan: RunPlan, failed: list[str], stopped: bool) -> None:
+    def _record(self, plan: RunPlan, failed: list[str], *, stopped: bool) -> None:
         state = RunState.STOPPED if stopped else RunState.FAILED
         with default_catalog().session() as session:
             session.execute(
@@ -112,13 +108,6 @@ class CollectPodLogsOperator(TrainingStageOperator):
                     ended_at=datetime.now(UTC),
                 )
             )
-
-
-def _stopped_because(flag: dict[str, str] | None, node_index: str) -> str | None:
-    """Why this node was stopped: another node failed, or a user stopped the run."""
-    if flag is None or (flag["node"] == node_index and flag["reason"] != STOPPED_BY_USER):
-        return None
-    return f"node {flag['node']} {flag['reason']}"
 
 
 def _exited(code: int) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowException
 
 from hooks.local_process import LocalNodeProcess, NodeOutcome, RunAbortMarker
+from octotrain.abort_flags import AbortFlag
 from octotrain.contracts import parameter_arguments, training_environment
 from octotrain.exit_codes import describe_exit_code
 from octotrain.run_layout import RunLayout
@@ -78,7 +79,7 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
             return outcome.exit_code
         if outcome.stopped_because is None:
             RunAbortMarker(layout.run_dir).raise_flag(
-                node_index=self.node_index, reason=f"failed with exit code {outcome.exit_code}"
+                AbortFlag.node_failed(self.node_index, f"failed with exit code {outcome.exit_code}")
             )
         raise AirflowException(write_supplemental(layout, self.node_index, outcome))
 
@@ -87,12 +88,12 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
         if self._process is None or self._layout is None:
             return
         code = self._process.stop()
-        reason = "stopped by Airflow (the task instance was stopped or timed out)"
-        self._layout.write_outcome(self.node_index, {"exit_code": code, "stopped_because": reason})
-        RunAbortMarker(self._layout.run_dir).raise_flag(
-            node_index=self.node_index, reason="was stopped"
+        flag = AbortFlag.stopped_by_airflow(self.node_index)
+        self._layout.write_outcome(
+            self.node_index, {"exit_code": code, "stopped_because": flag.text()}
         )
-        write_supplemental(self._layout, self.node_index, NodeOutcome(code, reason))
+        RunAbortMarker(self._layout.run_dir).raise_flag(flag)
+        write_supplemental(self._layout, self.node_index, NodeOutcome(code, flag.text()))
 
 
 def write_supplemental(layout: RunLayout, node_index: str, outcome: NodeOutcome) -> str:

@@ -1,5 +1,6 @@
 """Training tasks over REST: create (judged by every rule of the manual, all problems in one
-answer), check without saving, list, show, change, copy, delete, and their runs."""
+answer), check without saving, list, show, change, copy, delete, their runs, and stopping
+a run."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from fastapi import APIRouter, Body, Path, Query, Response
 from pydantic import BaseModel
 
 from hooks.catalog import default_catalog
+from hooks.run_stops import request_stop
 from octotrain.catalog.documents import TaskCopyDocument
 from octotrain.catalog.views import RunView, TaskView
 from octotrain.task_spec import MAX_VERSION_NUMBER, TaskSpec
@@ -17,6 +19,7 @@ from plugins.api.auth import CurrentScope
 from plugins.api.bodies import json_body
 
 TaskId = Annotated[int, Path(ge=1, le=MAX_VERSION_NUMBER)]
+RunId = Annotated[int, Path(ge=1, le=MAX_VERSION_NUMBER)]
 Document = Annotated[Any, Body()]
 
 router = APIRouter(tags=["tasks"])
@@ -107,3 +110,23 @@ def delete_task(task_id: TaskId, scope: CurrentScope) -> Response:
 def list_runs(task_id: TaskId, scope: CurrentScope) -> list[RunView]:
     with default_catalog().session() as session:
         return [RunView.of(run) for run in Tasks(session, scope).runs(task_id)]
+
+
+class RunStopView(BaseModel):
+    """A stop under way: the run as it is now (it ends ``stopped`` once its nodes have), and
+    what its nodes' supplemental logs will say."""
+
+    run: RunView
+    stopping_because: str
+
+
+@router.post(
+    "/tasks/{task_id}/runs/{run_id}/stop",
+    status_code=202,
+    summary="Stop an active run: every node stops (grace period), its logs are kept",
+)
+def stop_run(task_id: TaskId, run_id: RunId, scope: CurrentScope) -> RunStopView:
+    with default_catalog().session() as session:
+        run = Tasks(session, scope).run_to_stop(task_id, run_id=run_id)
+        flag = request_stop(run, by=scope.username)
+        return RunStopView(run=RunView.of(run), stopping_because=flag.text())

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import getpass
 import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import update
+from sqlalchemy import select, update
 from typer.testing import CliRunner
 
 from cli.main import app
 from hooks.catalog import CatalogHook
+from hooks.local_process import RunAbortMarker
 from hooks.local_store import LocalFolderStore
 from octotrain.catalog.models import Run, RunState, TrainingTask
+from octotrain.planning import run_key
 from octotrain.settings import get_settings
 from tests.cli.conftest import Cli
 from tests.factories import seed
@@ -168,3 +171,22 @@ def test_task_run_says_when_airflow_cannot_be_reached(
     get_settings.cache_clear()
     assert result.exit_code == 1
     assert "cannot reach Airflow at http://127.0.0.1:9" in result.stderr
+
+
+def test_stop_raises_the_active_runs_flag_and_refuses_an_ended_run(
+    cli: Cli, catalog: CatalogHook, octotrain_env: Path
+) -> None:
+    with catalog.session() as session:
+        session.add(Run(task_id=1, airflow_run_id="manual__2", state=RunState.RUNNING,
+                        node_count=1))  # fmt: skip
+    stopped = cli.json("task", "stop", "1")
+    assert stopped["run_id"] == "manual__2"
+    assert stopped["stopping"] == f"stopped by cli:{getpass.getuser()}"
+    flag = RunAbortMarker(octotrain_env / "runs" / "1" / run_key("manual__2")).flag()
+    assert flag is not None and flag.stopped
+    with catalog.session() as session:
+        session.scalars(
+            select(Run).where(Run.airflow_run_id == "manual__2")
+        ).one().state = RunState.STOPPED
+    ended = cli("task", "stop", "1", "--run", "manual__2")
+    assert ended.exit_code == 1 and "has already ended (stopped)" in ended.stderr

@@ -3,6 +3,7 @@ import time
 from pathlib import Path
 
 from hooks.local_process import LocalNodeProcess, RunAbortMarker, free_port
+from octotrain.abort_flags import AbortFlag
 
 
 def node(tmp_path: Path, code: str, grace: float = 5) -> LocalNodeProcess:
@@ -39,7 +40,7 @@ def test_abort_flag_stops_a_running_node(tmp_path: Path) -> None:
     process = node(tmp_path, "import time; time.sleep(60)")
     process.start()
     marker = RunAbortMarker(tmp_path)
-    marker.raise_flag(node_index="distributed-1", reason="failed with exit code 3")
+    marker.raise_flag(AbortFlag.node_failed("distributed-1", "failed with exit code 3"))
     started = time.monotonic()
     outcome = process.wait(marker, poll_seconds=0.1)
     assert time.monotonic() - started < 5

@@ -124,3 +124,25 @@ def test_a_created_task_is_committed_on_both_backends(
         task_id = Tasks(session, ADMIN).create(VALID_TASK).id
     with catalog.session() as session:
         assert Tasks(session, ADMIN).get(task_id).name == "rule-check"
+
+
+def test_the_run_to_stop_is_the_one_named_or_else_the_latest_active(rule_session: Session) -> None:
+    tasks = Tasks(rule_session, ADMIN)
+    task = tasks.create(VALID_TASK | {"name": "stoppable"})
+    with pytest.raises(Conflict, match="has no active run to stop"):
+        tasks.run_to_stop(task.id)
+    runs = [
+        Run(task_id=task.id, airflow_run_id=f"manual__{n}", state=state, node_count=1)
+        for n, state in enumerate([RunState.RUNNING, RunState.QUEUED, RunState.SUCCESS])
+    ]
+    rule_session.add_all(runs)
+    rule_session.flush()
+    assert tasks.run_to_stop(task.id).airflow_run_id == "manual__1"
+    assert tasks.run_to_stop(task.id, run_id=runs[0].id) is runs[0]
+    assert tasks.run_to_stop(task.id, airflow_run_id="manual__0") is runs[0]
+    with pytest.raises(Conflict, match=r"has already ended \(success\)"):
+        tasks.run_to_stop(task.id, airflow_run_id="manual__2")
+    with pytest.raises(NotFound, match="has no run manual__9"):
+        tasks.run_to_stop(task.id, airflow_run_id="manual__9")
+    with pytest.raises(NotFound):
+        Tasks(rule_session, OUTSIDER).run_to_stop(task.id)

@@ -1,8 +1,14 @@
 """Training tasks over HTTP: every problem in one 422, nothing saved; check, change, copy,
-delete."""
+delete; stopping a run."""
 
 from __future__ import annotations
 
+from hooks.catalog import default_catalog
+from hooks.local_process import RunAbortMarker
+from octotrain.abort_flags import AbortFlag
+from octotrain.catalog.models import Run, RunState
+from octotrain.planning import run_key
+from octotrain.settings import get_settings
 from tests.factories import VALID_TASK
 from tests.plugins.api.conftest import Api
 
@@ -87,3 +93,33 @@ def test_members_create_tasks_in_their_project_only(api: Api) -> None:
     ]
     listed = api.client.get("/api/v1/tasks", params={"project": "other"}, headers=bob).json()
     assert [task["name"] for task in listed] == ["bobs-task"]
+
+
+def test_stopping_a_run_raises_its_flag_for_the_user_and_refuses_ended_runs(api: Api) -> None:
+    alice, bob = api.as_user("alice"), api.as_user("bob")
+    task = api.client.post(
+        "/api/v1/tasks", json=VALID_TASK | {"name": "stop-me"}, headers=alice
+    ).json()
+    with default_catalog().session() as session:
+        run = Run(task_id=task["id"], airflow_run_id="manual__stop", state=RunState.RUNNING,
+                  node_count=1)  # fmt: skip
+        session.add(run)
+        session.flush()
+        run_id = run.id
+    stop = f"/api/v1/tasks/{task['id']}/runs/{run_id}/stop"
+    assert api.client.post(stop, headers=bob).status_code == 404  # not a member of demo
+    assert api.client.post(stop).status_code == 401
+    answer = api.client.post(stop, headers=alice)
+    assert answer.status_code == 202
+    assert answer.json()["stopping_because"] == "stopped by alice"
+    assert answer.json()["run"]["airflow_run_id"] == "manual__stop"
+    run_dir = get_settings().runs_dir / str(task["id"]) / run_key("manual__stop")
+    flag = RunAbortMarker(run_dir).flag()
+    assert flag == AbortFlag(reason="stopped by alice", stopped=True)
+    with default_catalog().session() as session:
+        session.get(Run, run_id).state = RunState.STOPPED  # type: ignore[union-attr]
+    ended = api.client.post(stop, headers=alice)
+    assert ended.status_code == 409
+    assert "has already ended (stopped)" in ended.json()["detail"]
+    missing = api.client.post(f"/api/v1/tasks/{task['id']}/runs/999999/stop", headers=alice)
+    assert missing.status_code == 404
