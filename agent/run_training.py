@@ -1,15 +1,19 @@
 """Run the user's training command, teeing its output into the train log.
 
-    python run_training.py --train-log PATH --sidecar-log PATH
-        [--resources PATH] [--exit-file PATH] -- COMMAND [ARGS...]
+    python run_training.py --train-log PATH --sidecar-log PATH [--resources PATH]
+        [--await-sidecar PATH] [--exit-file PATH [--await-upload PATH]] -- COMMAND [ARGS...]
 
 Both launchers start the user's command through this wrapper so that the train log holds
 exactly the program's stdout and stderr, the sidecar log records process control, and a stop
 request (SIGTERM/SIGINT) reaches the whole training process group. The exit status is the
 program's own (128 + N when it was killed by signal N), as a container runtime reports it.
-With ``--resources`` the resource monitor samples the training process into that file; with
-``--exit-file`` the exit status is also written there when the program ends (a pod's sidecar
-waits for it to make its final upload).
+With ``--await-sidecar`` the training starts once the pod's sidecar is ready (it then uploads
+whatever happens, even if the training is killed at once); with ``--resources`` the resource
+monitor samples the training process into that file; with
+``--exit-file`` the exit status is also written there when the program ends: a pod's sidecar
+waits for it to make its final upload, and with ``--await-upload`` the wrapper then waits (at
+most ``--await-upload-seconds``) until the sidecar says it is done, so that the pod, which
+Kubernetes ends once this container has, lives until ``OUTPUT`` is safe.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import BinaryIO
 
@@ -51,6 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sidecar-log", type=Path, required=True)
     parser.add_argument("--resources", type=Path)
     parser.add_argument("--exit-file", type=Path)
+    parser.add_argument("--await-upload", type=Path)
+    parser.add_argument("--await-upload-seconds", type=float, default=3600)
+    parser.add_argument("--await-sidecar", type=Path)
+    parser.add_argument("--await-sidecar-seconds", type=float, default=120)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -59,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     args.train_log.parent.mkdir(parents=True, exist_ok=True)
     args.train_log.touch()
 
+    if args.await_sidecar is not None:
+        _await(args.await_sidecar, args.await_sidecar_seconds, args.sidecar_log, "the sidecar")
     _control(args.sidecar_log, f"starting training command: {' '.join(command)}")
     try:
         # The child stays in the wrapper's process group: a launcher that signals the group
@@ -69,7 +80,9 @@ def main(argv: list[str] | None = None) -> int:
         with args.train_log.open("a", encoding="utf-8") as handle:
             handle.write(message + "\n")
         _control(args.sidecar_log, message)
-        return _exited(args.exit_file, 127 if isinstance(error, FileNotFoundError) else 126)
+        status = 127 if isinstance(error, FileNotFoundError) else 126
+        _exited(args.exit_file, status)
+        return _after_upload(args, status)
 
     def forward(signum: int, _frame: object) -> None:
         # In a container the runtime signals only PID 1 (this wrapper): pass the signal on to
@@ -94,16 +107,34 @@ def main(argv: list[str] | None = None) -> int:
         monitor.stop()
     status = 128 - code if code < 0 else code
     _control(args.sidecar_log, f"training process exited with status {status}")
-    return _exited(args.exit_file, status)
+    _exited(args.exit_file, status)
+    return _after_upload(args, status)
 
 
-def _exited(exit_file: Path | None, status: int) -> int:
+def _exited(exit_file: Path | None, status: int) -> None:
     """Record the exit status for the pod's sidecar (written whole, then renamed)."""
     if exit_file is not None:
         partial = exit_file.with_name(exit_file.name + ".partial")
         partial.write_text(str(status))
         partial.replace(exit_file)
+
+
+def _after_upload(args: argparse.Namespace, status: int) -> int:
+    """With ``--await-upload``: wait for the sidecar's final upload; then ``status``."""
+    if args.await_upload is not None:
+        _control(args.sidecar_log, "waiting for the sidecar's final upload")
+        _await(args.await_upload, args.await_upload_seconds, args.sidecar_log, "a final upload")
     return status
+
+
+def _await(path: Path, seconds: float, log: Path, what: str) -> None:
+    """Wait until ``path`` exists, at most ``seconds`` (then say so and go on)."""
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        if time.monotonic() > deadline:
+            _control(log, f"no sign of {what} after {seconds:g}s; going on")
+            return
+        time.sleep(0.05)
 
 
 if __name__ == "__main__":

@@ -60,8 +60,16 @@ def sync(
     exit_file: Annotated[
         Path, typer.Option(help="Written by the wrapper when training ends.")
     ] = Path("/octotrain/work/exit-code"),
+    ready_file: Annotated[
+        Path, typer.Option(help="Written once a stop is handled (the training waits for it).")
+    ] = Path("/octotrain/work/sync-ready"),
+    done_file: Annotated[
+        Path, typer.Option(help="Written once the final upload is done (the wrapper waits).")
+    ] = Path("/octotrain/work/upload-done"),
 ) -> None:
     sidecar = NodeSync(
         default_object_store(), prefix=prefix, task_id=_task_of(prefix), node_index=node, work=work
     )
-    raise typer.Exit(sidecar.run(every=every, exit_file=exit_file))
+    raise typer.Exit(
+        sidecar.run(every=every, exit_file=exit_file, ready_file=ready_file, done_file=done_file)
+    )

@@ -2,10 +2,12 @@
 
 ``stage`` (init container): lays out the node's work folder, copies the agent for the training
 container, stages the inputs the run's stage plan names through the node cache (the same code
-as the local launcher), and uploads its init log. ``sync`` (sidecar): uploads the node's logs,
-metrics and resource samples every few seconds while the training runs; when the training
-has ended (the wrapper wrote its exit status) or the pod is being stopped (SIGTERM), it
-uploads the final state and ``OUTPUT`` with its manifest, then exits, so the pod completes.
+as the local launcher), and uploads its init log. ``sync`` (a native sidecar: an init
+container with ``restartPolicy: Always``, which Kubernetes stops once the training container
+has ended, however it ended, OOM kill included): uploads the node's logs, metrics and resource
+samples every few seconds while the training runs; when the training has ended (the wrapper
+wrote its exit status, and waits for the upload) or the pod is being stopped (SIGTERM), it
+uploads the final state and ``OUTPUT`` with its manifest.
 """
 
 from __future__ import annotations
@@ -141,10 +143,15 @@ class NodeSync:
         )
         return len(files)
 
-    def run(self, *, every: float, exit_file: Path) -> int:
-        """Sync until the training ends or the pod is stopped; then the final upload."""
+    def run(self, *, every: float, exit_file: Path, ready_file: Path, done_file: Path) -> int:
+        """Sync until the training ends or the pod is stopped; then the final upload, and
+        ``done_file`` for the training container's wrapper, which waits for it (as it waits
+        for ``ready_file`` before it starts the training: from then on a stop is handled).
+        As a native sidecar it then runs on until Kubernetes stops it (SIGTERM), once the
+        training container has ended: a sidecar that exited on its own would be restarted."""
         stopping = threading.Event()
         signal.signal(signal.SIGTERM, lambda _signum, _frame: stopping.set())
+        ready_file.write_text("ready\n")
         self.note(f"sidecar started: syncing {self.work} to {self.store.url} every {every:g}s")
         failures = 0
         while not exit_file.exists() and not stopping.wait(every):
@@ -154,6 +161,13 @@ class NodeSync:
             except Exception as error:  # the store may be briefly away: try again later
                 failures += 1
                 self.note(f"sync failed ({failures} in a row): {error}")
+        self._final_upload(exit_file)
+        done_file.write_text("uploaded\n")
+        stopping.wait()
+        self.sync()
+        return 0
+
+    def _final_upload(self, exit_file: Path) -> None:
         status = exit_file.read_text().strip() if exit_file.exists() else ""
         self.note(f"training ended (exit status {status or 'none: stopped'}); final upload")
         count = self.upload_output()
@@ -162,4 +176,3 @@ class NodeSync:
         write_text(self.store, f"{self.prefix}/exits/{self.node_index}.json",
                    json.dumps({"exit_status": code}))  # fmt: skip
         self.sync()
-        return 0

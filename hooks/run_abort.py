@@ -4,10 +4,11 @@ the store (the pods' nodes and the Airflow tasks that watch them share no file s
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 
-from hooks.run_files import read_text, write_text
+from hooks.run_files import read_json, read_text, write_text
 from octotrain.abort_flags import AbortFlag
 from octotrain.storage import ObjectStore
 
@@ -15,6 +16,7 @@ from octotrain.storage import ObjectStore
 class StoreAbortMarker:
     def __init__(self, store: ObjectStore, run_prefix: str) -> None:
         self.store = store
+        self.prefix = run_prefix
         self.key = f"{run_prefix}/ABORT.json"
 
     def raise_flag(self, flag: AbortFlag) -> None:
@@ -30,6 +32,19 @@ class StoreAbortMarker:
         """Why the run is being stopped, or None while it is not."""
         flag = self.flag()
         return None if flag is None else flag.text()
+
+    def record_stop(self, node_index: str, because: str) -> None:
+        """Node ``node_index`` is being stopped (or was never started) ``because``: what its
+        supplemental log says, as a node that ended by itself before the flag went up was
+        not stopped."""
+        write_text(self.store, self._stop_key(node_index), json.dumps({"because": because}))
+
+    def stopped_because(self, node_index: str) -> str | None:
+        document = read_json(self.store, self._stop_key(node_index))
+        return None if document is None else str(document["because"])
+
+    def _stop_key(self, node_index: str) -> str:
+        return f"{self.prefix}/stops/{node_index}.json"
 
 
 class AbortWatcher:

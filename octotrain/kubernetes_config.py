@@ -32,9 +32,11 @@ class SpecScheduling(_Config):
 class KubernetesConfig(_Config):
     sync_interval_seconds: float = Field(default=5, gt=0, le=300)
     abort_check_seconds: float = Field(default=2, gt=0, le=60)
+    final_upload_timeout_seconds: int = Field(default=3600, ge=10)
     launch_retries: int = Field(default=2, ge=0, le=10)
     master_port: int = Field(default=29500, ge=1024, le=65535)
     startup_timeout_seconds: int = Field(default=600, ge=10)
+    startup_check_interval_seconds: int = Field(default=5, ge=1, le=60)
     object_store_secret: str = ""
     node_cache_host_path: str = ""
     priority_classes: list[PriorityClass] = Field(default_factory=list)

@@ -10,9 +10,11 @@ Each pod has three containers sharing a work volume (``/octotrain/work``: the no
 - ``base`` (the algorithm's image): the agent's wrapper, which starts the resource monitor and
   then the user's command with ``--name=value`` parameters and the training environment of
   DESIGN.md, teeing its output to the train log;
-- ``sync`` (sidecar, the Octotrain image): every few seconds uploads the logs, metrics and
-  resource samples to the object store, and when the training ends uploads the final state
-  and ``OUTPUT``, then exits (so the pod completes).
+- ``sync`` (a native sidecar, Kubernetes 1.29+: an init container with ``restartPolicy:
+  Always``, the Octotrain image): every few seconds uploads the logs, metrics and resource
+  samples to the object store, and when the training ends uploads the final state and
+  ``OUTPUT`` (the wrapper waits for it); Kubernetes stops it once the training container has
+  ended, however it ended, so the pod completes.
 
 Distributed runs (several nodes) get a headless Service; each pod is ``<node>.<service>``, and
 ``MASTER_ADDR`` is node 0's DNS name.
@@ -43,6 +45,8 @@ TRAIN_CONTAINER = "base"  # the KubernetesPodOperator's base container
 STAGE_CONTAINER = "stage"
 SYNC_CONTAINER = "sync"
 EXIT_FILE = f"{WORK_DIR}/exit-code"
+UPLOAD_DONE_FILE = f"{WORK_DIR}/upload-done"
+SYNC_READY_FILE = f"{WORK_DIR}/sync-ready"
 RESOURCES_FILE = f"{WORK_DIR}/resources.jsonl"
 LABEL_TASK = "octotrain.io/task"
 LABEL_RUN = "octotrain.io/run"
@@ -168,7 +172,21 @@ def node_pod(plan: RunPlan, node_index: str, settings: PodSettings) -> dict[str,
                         {"name": "octotrain-work", "mountPath": WORK_DIR},
                         {"name": "octotrain-cache", "mountPath": CACHE_DIR},
                     ],
-                }
+                },
+                {
+                    "name": SYNC_CONTAINER,
+                    "image": settings.octotrain_image,
+                    "restartPolicy": "Always",  # a native sidecar (Kubernetes 1.29+)
+                    "command": [
+                        "octotrain", "node", "sync", "--prefix", prefix, "--node", node_index,
+                        "--work", WORK_DIR, "--every", str(config.sync_interval_seconds),
+                        "--exit-file", EXIT_FILE, "--ready-file", SYNC_READY_FILE,
+                        "--done-file", UPLOAD_DONE_FILE,
+                    ],
+                    **store,
+                    "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+                    "volumeMounts": [{"name": "octotrain-work", "mountPath": WORK_DIR}],
+                },
             ],
             "containers": [
                 {
@@ -179,24 +197,14 @@ def node_pod(plan: RunPlan, node_index: str, settings: PodSettings) -> dict[str,
                         "--train-log", f"{LOGS_DIR}/{names.train}",
                         "--sidecar-log", f"{LOGS_DIR}/{names.sidecar}",
                         "--exit-file", EXIT_FILE, "--resources", RESOURCES_FILE,
+                        "--await-sidecar", SYNC_READY_FILE, "--await-upload", UPLOAD_DONE_FILE,
+                        "--await-upload-seconds", str(config.final_upload_timeout_seconds),
                         "--", *plan.command, *parameter_arguments(plan.parameters),
                     ],
                     "env": [{"name": key, "value": value} for key, value in environment.items()],
                     "resources": {"requests": dict(limits), "limits": limits},
                     "securityContext": {"allowPrivilegeEscalation": False},
                     "volumeMounts": train_mounts,
-                },
-                {
-                    "name": SYNC_CONTAINER,
-                    "image": settings.octotrain_image,
-                    "command": [
-                        "octotrain", "node", "sync", "--prefix", prefix, "--node", node_index,
-                        "--work", WORK_DIR, "--every", str(config.sync_interval_seconds),
-                        "--exit-file", EXIT_FILE,
-                    ],
-                    **store,
-                    "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
-                    "volumeMounts": [{"name": "octotrain-work", "mountPath": WORK_DIR}],
                 },
             ],
         },

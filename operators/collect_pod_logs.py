@@ -43,15 +43,14 @@ class CollectPodLogsOperator(TrainingStageOperator):
         runs = KubernetesRuns(
             conn_id=settings.kubernetes_conn_id, namespace=settings.kubernetes_namespace
         )
-        flag = StoreAbortMarker(store, prefix).flag()
+        abort = StoreAbortMarker(store, prefix)
+        flag = abort.flag()
         failed = []
         for node_index in plan.node_indices:
             pods = runs.pods({LABEL_RUN: run_label(plan), LABEL_NODE: node_index})
             pod = pods[-1] if pods else None
             events = runs.events(pod["metadata"]["name"]) if pod else []
-            stopped_because = (
-                flag.text() if flag is not None and flag.concerns_other_than(node_index) else None
-            )
+            stopped_because = abort.stopped_because(node_index)
             text = self._supplemental(store, plan, node_index, pod, events, stopped_because)
             _ensure_logs(store, prefix, NodeLogNames(task_id=plan.task_id, node_index=node_index))
             if text is not None:
@@ -90,6 +89,8 @@ class CollectPodLogsOperator(TrainingStageOperator):
             stopped_because=stopped_because,
             startup_timeout_seconds=kubernetes_config().startup_timeout_seconds,
         )
+        if pod is None and exit_status is not None:
+            pod = _exited(exit_status)  # the pod is gone (deleted by a stop): its sidecar's word
         text = diagnose(pod, events, end)
         if text is None and exit_status is not None and exit_status != 0:
             text = diagnose(_exited(exit_status), [], end)

@@ -50,6 +50,7 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         kwargs.setdefault("kubernetes_conn_id", settings.kubernetes_conn_id)
         kwargs.setdefault("namespace", settings.kubernetes_namespace)
         kwargs.setdefault("startup_timeout_seconds", config.startup_timeout_seconds)
+        kwargs.setdefault("startup_check_interval_seconds", config.startup_check_interval_seconds)
         kwargs["retries"], kwargs["retry_delay"] = config.launch_retries, RETRY_DELAY
         super().__init__(
             name=f"train-{training_task_id}",
@@ -97,6 +98,7 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         abort = StoreAbortMarker(default_object_store(), run_prefix(plan))
         already = abort.flag()
         if already is not None:
+            abort.record_stop(self.node_index, f"{already.text()} (it was not started)")
             raise AirflowFailException(f"node {self.node_index} was not started: {already.text()}")
         self._abort = abort
         watcher = AbortWatcher(
@@ -119,6 +121,7 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         if not flag.concerns_other_than(self.node_index) or self.pod is None:
             return
         self.log.info("stopping node %s: %s", self.node_index, flag.text())
+        self._abort.record_stop(self.node_index, flag.text())
         runs = KubernetesRuns(conn_id=self.kubernetes_conn_id or "", namespace=str(self.namespace))
         runs.delete_pod(self.pod.metadata.name, grace_seconds=self.termination_grace_period or 30)
 
@@ -126,5 +129,7 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         """The task instance is being stopped (in Airflow, or it timed out): the run stops."""
         abort = getattr(self, "_abort", None)
         if abort is not None:
-            abort.raise_flag(AbortFlag.stopped_by_airflow(self.node_index))
+            flag = AbortFlag.stopped_by_airflow(self.node_index)
+            abort.record_stop(self.node_index, flag.text())
+            abort.raise_flag(flag)
         super().on_kill()

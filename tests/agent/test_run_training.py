@@ -1,6 +1,8 @@
 import json
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 from agent.run_training import main
@@ -66,3 +68,54 @@ def test_resources_are_sampled_and_the_exit_status_recorded(tmp_path: Path) -> N
     assert measured and max(s["memory_bytes"] for s in measured) > 50_000_000
     assert {"timestamp", "cpu_percent", "memory_percent"} <= set(measured[0])
     assert samples[0].get("missing") in (None, ["pynvml"])  # psutil is here; pynvml may not be
+
+
+def test_the_wrapper_waits_for_the_sidecars_final_upload(tmp_path: Path) -> None:
+    exit_file, done = tmp_path / "exit-code", tmp_path / "upload-done"
+
+    def upload_when_the_training_ended() -> None:
+        while not exit_file.exists():
+            time.sleep(0.01)
+        time.sleep(0.3)  # the sidecar uploads OUTPUT
+        done.write_text("uploaded\n")
+
+    sidecar = threading.Thread(target=upload_when_the_training_ended)
+    sidecar.start()
+    started = time.monotonic()
+    code = main(
+        [
+            "--train-log", str(tmp_path / "t.log"), "--sidecar-log", str(tmp_path / "s.log"),
+            "--exit-file", str(exit_file), "--await-upload", str(done), "--",
+            sys.executable, "-c", "raise SystemExit(5)",
+        ]
+    )  # fmt: skip
+    sidecar.join()
+    assert code == 5 and done.exists() and time.monotonic() - started >= 0.3
+    assert "waiting for the sidecar's final upload" in (tmp_path / "s.log").read_text()
+
+
+def test_the_wait_for_the_upload_is_bounded(tmp_path: Path) -> None:
+    code = main(
+        [
+            "--train-log", str(tmp_path / "t.log"), "--sidecar-log", str(tmp_path / "s.log"),
+            "--exit-file", str(tmp_path / "exit-code"), "--await-upload",
+            str(tmp_path / "never"), "--await-upload-seconds", "0.3", "--",
+            sys.executable, "-c", "pass",
+        ]
+    )  # fmt: skip
+    assert code == 0
+    assert "no sign of a final upload after 0.3s; going on" in (tmp_path / "s.log").read_text()
+
+
+def test_the_training_starts_once_the_sidecar_is_ready(tmp_path: Path) -> None:
+    ready, started = tmp_path / "sync-ready", tmp_path / "started"
+    threading.Timer(0.3, ready.write_text, ("ready\n",)).start()
+    begun = time.monotonic()
+    code = main(
+        [
+            "--train-log", str(tmp_path / "t.log"), "--sidecar-log", str(tmp_path / "s.log"),
+            "--await-sidecar", str(ready), "--",
+            sys.executable, "-c", f"open({str(started)!r}, 'w').close()",
+        ]
+    )  # fmt: skip
+    assert code == 0 and started.exists() and time.monotonic() - begun >= 0.3

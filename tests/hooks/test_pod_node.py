@@ -8,12 +8,14 @@ import json
 import os
 import signal
 import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from hooks.local_store import LocalFolderStore
-from hooks.pod_node import NodeSync, stage_pod_node, stage_plan
+from hooks.pod_node import NodeSync, stage_plan, stage_pod_node
 from hooks.run_files import read_json, read_text, write_text
 from octotrain.manifests import content_digest
 from tests.hooks.test_node_cache import put_version
@@ -56,7 +58,7 @@ def test_a_stage_that_fails_says_why_in_the_uploaded_init_log(
     data = put_version(store, tmp_path, "datasets/p/houses/v1", {"train.csv": b"rows"})
     (tmp_path / "objects" / "datasets/p/houses/v1/train.csv").unlink()
     write_text(store, f"{PREFIX}/stage.json", json.dumps(stage_plan([data], [])))
-    with pytest.raises(Exception, match="train.csv"):
+    with pytest.raises(Exception, match=r"train\.csv"):
         stage_pod_node(store, plan_key=f"{PREFIX}/stage.json", task_id=7,
                        node_index="distributed-1", work=tmp_path / "work",
                        cache_dir=tmp_path / "cache", agent_dir=tmp_path / "agent",
@@ -97,15 +99,40 @@ def test_sync_uploads_only_what_changed(store: LocalFolderStore, tmp_path: Path)
     assert read_text(store, puts[0]) == "epoch 1\nepoch 2\n"
 
 
-def test_run_ends_with_output_manifest_and_exit_status(
+def sigterm_once(condition: Callable[[], bool]) -> threading.Thread:
+    """SIGTERM this process (as Kubernetes stops a sidecar) once ``condition()`` holds."""
+
+    def watch() -> None:
+        while not condition():
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.fixture
+def restored_sigterm() -> Iterator[None]:
+    previous = signal.getsignal(signal.SIGTERM)
+    yield
+    signal.signal(signal.SIGTERM, previous)
+
+
+@pytest.mark.usefixtures("restored_sigterm")
+def test_the_final_upload_follows_the_exit_status_and_the_sidecar_waits_to_be_stopped(
     store: LocalFolderStore, tmp_path: Path
 ) -> None:
     work = work_folder(tmp_path)
     (work / "output" / "ckpt" / "model.pt").write_bytes(b"weights")
-    exit_file = work / "exit-code"
+    exit_file, done_file = work / "exit-code", work / "upload-done"
     exit_file.write_text("3\n")
     sidecar = NodeSync(store, prefix=PREFIX, task_id=7, node_index="distributed-0", work=work)
-    assert sidecar.run(every=0.01, exit_file=exit_file) == 0
+    stopper = sigterm_once(done_file.exists)  # the wrapper sees it and the container ends
+    ready = work / "sync-ready"
+    assert sidecar.run(every=0.01, exit_file=exit_file, ready_file=ready, done_file=done_file) == 0
+    assert ready.exists()
+    stopper.join()
     manifest = read_json(store, f"{PREFIX}/outputs/distributed-0.json")
     assert list(manifest) == ["ckpt/model.pt"] and content_digest(manifest)
     assert read_text(store, f"{PREFIX}/output/distributed-0/ckpt/model.pt") == "weights"
@@ -115,17 +142,19 @@ def test_run_ends_with_output_manifest_and_exit_status(
     assert "uploaded OUTPUT: 1 files" in sidecar_log
 
 
+@pytest.mark.usefixtures("restored_sigterm")
 def test_sigterm_stops_the_sidecar_with_a_final_upload(
     store: LocalFolderStore, tmp_path: Path
 ) -> None:
     work = work_folder(tmp_path)
     sidecar = NodeSync(store, prefix=PREFIX, task_id=7, node_index="distributed-0", work=work)
-    previous = signal.getsignal(signal.SIGTERM)
-    try:
-        threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM)).start()
-        assert sidecar.run(every=0.05, exit_file=work / "never") == 0
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    started = time.monotonic()
+    sigterm_once(lambda: time.monotonic() - started > 0.2)  # a stop, or an OOM-killed training
+    done_file = work / "upload-done"
+    ready = work / "sync-ready"
+    code = sidecar.run(every=0.05, exit_file=work / "never", ready_file=ready, done_file=done_file)
+    assert code == 0
+    assert done_file.exists()
     assert read_json(store, f"{PREFIX}/exits/distributed-0.json") == {"exit_status": None}
     assert read_json(store, f"{PREFIX}/outputs/distributed-0.json") == {}
     sidecar_log = read_text(store, f"{PREFIX}/logs/train-7-distributed-0-sidecar.log")

@@ -39,7 +39,11 @@ How pods run
   gives ``ErrImageNeverPull``.
 - Init containers run one after another, then all containers together, each a process group
   of its own; an exit other than 0 is ``Error`` (signals as 128+n), a missing program is
-  ``StartError`` (128). ``restartPolicy`` is always treated as ``Never``.
+  ``StartError`` (128). ``restartPolicy`` is always treated as ``Never``, except that init
+  containers with ``restartPolicy: Always`` are native sidecars (Kubernetes 1.29+): started in
+  their turn and left running, stopped (SIGTERM, SIGKILL after the grace period) once the main
+  containers have ended, never restarted, and not counted in the pod's phase. Deleting a pod
+  stops its main containers first and its sidecars once those have ended.
 - Memory limits: the resident memory of each container's process tree is read every 50 ms;
   above ``limits.memory`` the tree is SIGKILLed: ``OOMKilled``, exit code 137, and an event.
   CPU limits are not enforced.

@@ -1,8 +1,11 @@
 """The emulated kubelet: runs one bound pod on this machine and keeps its status.
 
 A pod's life here: its volumes are set up; its init containers run one after another (one
-failing fails the pod); then all its containers start together, each as a process group; the
-pod is ``Running`` while any runs and ``Succeeded``/``Failed`` when all have ended. An image
+failing fails the pod), except native sidecars (``restartPolicy: Always``), which are started
+and left running; then all its containers start together, each as a process group; when they
+have all ended, the sidecars are stopped (SIGTERM, SIGKILL after the pod's grace period, in
+reverse order); the pod is ``Running`` while any container runs and ``Succeeded``/``Failed``
+by its main containers when all have ended. An image
 whose name contains ``does-not-exist`` fails to pull (``ErrImagePull``, then
 ``ImagePullBackOff``), as a missing image would. Deleting the pod sends SIGTERM to every
 container, SIGKILL to what is left after the grace period, then removes the pod.
@@ -112,9 +115,12 @@ class PodRuntime:
         folder.mkdir(parents=True, exist_ok=True)
         termination = folder / "termination-log"
         termination.touch()
+        sidecar = init and spec.get("restartPolicy") == "Always"
         return _Container(
             spec=spec,
-            record=ContainerRecord(name, spec["image"], init, waiting_reason=waiting),
+            record=ContainerRecord(
+                name, spec["image"], init, sidecar=sidecar, waiting_reason=waiting
+            ),
             log=ContainerLog(folder / "container.log"),
             termination_file=termination,
         )
@@ -141,6 +147,8 @@ class PodRuntime:
         for container in self._init:
             if not self._launch(container):
                 return
+            if container.record.sidecar:
+                continue
             container.ended.wait()
             if container.record.exit_code != 0:
                 return
@@ -151,6 +159,23 @@ class PodRuntime:
                 name=f"kubelet-{self.name}-start",
                 daemon=True,
             ).start()
+        if any(c.record.sidecar for c in self._init):
+            self._stop_sidecars_when_done()
+
+    def _stop_sidecars_when_done(self) -> None:
+        """Once every main container has ended, stop the sidecars, last started first."""
+        for container in self._regular:
+            container.ended.wait()
+        grace = float(self._spec.get("terminationGracePeriodSeconds", 30))
+        for sidecar in reversed([c for c in self._init if c.record.sidecar]):
+            if sidecar.process is None or sidecar.ended.is_set() or self.deleting.is_set():
+                continue
+            self._event("Killing", f"Stopping container {sidecar.record.name}",
+                        container=sidecar.record.name)  # fmt: skip
+            sidecar.process.signal(signal.SIGTERM)
+            if not sidecar.ended.wait(grace):
+                sidecar.process.signal(signal.SIGKILL)
+                sidecar.ended.wait(_KILL_WAIT_SECONDS)
 
     def _event(
         self, reason: str, message: str, *, warning: bool = False, container: str = ""
@@ -418,7 +443,23 @@ class PodRuntime:
         return any(c.process and not c.ended.is_set() for c in (*self._init, *self._regular))
 
     def _terminate(self, running: list[_Container]) -> None:
+        """SIGTERM the main (and ordinary init) containers, then, once they have ended, the
+        native sidecars, last started first (Kubernetes 1.29+); SIGKILL whatever is left at
+        the deadline."""
+        sidecars = [c for c in running if c.record.sidecar]
+        others = [c for c in running if not c.record.sidecar]
+        self._stop_group(others)
+        self._stop_group(list(reversed(sidecars)))
         for container in running:
+            if not container.ended.is_set():
+                container.process.signal(signal.SIGKILL)  # type: ignore[union-attr]
+        for container in running:
+            container.ended.wait(_KILL_WAIT_SECONDS)
+        self._host.pod_removed(self.uid)
+        self.cleanup()
+
+    def _stop_group(self, containers: list[_Container]) -> None:
+        for container in containers:
             self._event(
                 "Killing",
                 f"Stopping container {container.record.name}",
@@ -428,15 +469,8 @@ class PodRuntime:
                 container.process.signal(signal.SIGKILL)  # type: ignore[union-attr]
             else:
                 container.process.signal(signal.SIGTERM)  # type: ignore[union-attr]
-        while any(not c.ended.is_set() for c in running) and time.monotonic() < self._deadline:
+        while any(not c.ended.is_set() for c in containers) and time.monotonic() < self._deadline:
             time.sleep(0.02)
-        for container in running:
-            if not container.ended.is_set():
-                container.process.signal(signal.SIGKILL)  # type: ignore[union-attr]
-        for container in running:
-            container.ended.wait(_KILL_WAIT_SECONDS)
-        self._host.pod_removed(self.uid)
-        self.cleanup()
 
     def kill(self) -> None:
         """SIGKILL every container now, waiting for them to end (the emulator stops)."""

@@ -1,6 +1,6 @@
 """Pod status as the kubelet reports it: container states, the pod phase (the kubelet's
-``getPhase`` for ``restartPolicy: Never``) and the pod conditions, computed from what the
-emulated kubelet knows about each container."""
+``getPhase`` for ``restartPolicy: Never``, with native sidecars) and the pod conditions,
+computed from what the emulated kubelet knows about each container."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ class ContainerRecord:
     name: str
     image: str
     init: bool
+    sidecar: bool = False  # an init container with restartPolicy Always (a native sidecar)
     waiting_reason: str = "ContainerCreating"
     waiting_message: str | None = None
     started_at: float | None = None
@@ -75,7 +76,7 @@ class ContainerRecord:
             "name": self.name,
             "image": self.image,
             "imageID": _image_id(self.image) if self.started_at is not None else "",
-            "ready": self.state == "running" and not self.init,
+            "ready": self.state == "running" and (self.sidecar or not self.init),
             "restartCount": 0,
             "started": self.state == "running",
             "state": state,
@@ -93,8 +94,14 @@ def _image_id(image: str) -> str:
 
 
 def pod_phase(init: list[ContainerRecord], regular: list[ContainerRecord]) -> str:
-    """The phase of a scheduled pod with ``restartPolicy: Never`` semantics."""
+    """The phase of a scheduled pod with ``restartPolicy: Never`` semantics. A native
+    sidecar counts once it has started, whatever its exit code; the pod is not over while
+    one still runs (the kubelet stops them once the main containers have ended)."""
     for record in init:
+        if record.sidecar:
+            if record.state == "waiting":
+                return "Pending"
+            continue
         if record.state == "terminated" and record.exit_code != 0:
             return "Failed"
         if record.state != "terminated":
@@ -102,7 +109,7 @@ def pod_phase(init: list[ContainerRecord], regular: list[ContainerRecord]) -> st
     states = [record.state for record in regular]
     if "waiting" in states:
         return "Pending"
-    if "running" in states:
+    if "running" in states or any(r.sidecar and r.state == "running" for r in init):
         return "Running"
     return "Succeeded" if all(r.exit_code == 0 for r in regular) else "Failed"
 
@@ -166,7 +173,11 @@ def update_conditions(
     conditions.set(
         "PodReadyToStartContainers", sandbox_up or any(r.started_at for r in regular), now
     )
-    incomplete = [r.name for r in init if not (r.state == "terminated" and r.exit_code == 0)]
+    incomplete = [
+        r.name
+        for r in init
+        if not (r.sidecar and r.started_at) and not (r.state == "terminated" and r.exit_code == 0)
+    ]
     if incomplete:
         conditions.set(
             "Initialized", False, now, "ContainersNotInitialized",

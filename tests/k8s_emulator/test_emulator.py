@@ -651,3 +651,31 @@ def test_signals_reach_every_process_of_a_container(core: client.CoreV1Api) -> N
     started = time.monotonic()
     wait_for(lambda: not core.list_namespaced_pod(NAMESPACE).items)
     assert time.monotonic() - started < 3  # both ended on SIGTERM, long before the grace
+
+
+def test_a_native_sidecar_runs_beside_the_main_container_and_is_stopped_after_it(
+    core: client.CoreV1Api, tmp_path: Path
+) -> None:
+    marker = tmp_path / "sidecar-stopped"
+    sidecar = (
+        "import pathlib, signal, sys, time\n"
+        "def stop(*_):\n"
+        f"    pathlib.Path({str(marker)!r}).write_text('stopped'); sys.exit(0)\n"
+        "signal.signal(signal.SIGTERM, stop)\n"
+        "print('sidecar up', flush=True)\n"
+        "while True: time.sleep(0.05)\n"
+    )
+    pod = python_pod("with-sidecar", "import time; time.sleep(0.5); print('main done')")
+    pod["spec"]["initContainers"] = [
+        {"name": "sync", "image": "python:3.11", "restartPolicy": "Always",
+         "command": ["python", "-c", sidecar]},
+    ]  # fmt: skip
+    core.create_namespaced_pod(NAMESPACE, pod)
+    running = wait_for(lambda: phase(core, "with-sidecar") == "Running")
+    assert running
+    ended = finished(core, "with-sidecar")
+    assert ended.status.phase == "Succeeded"
+    assert marker.read_text() == "stopped"  # SIGTERM once the main container had ended
+    [sync] = ended.status.init_container_statuses
+    assert sync.state.terminated.exit_code == 0
+    assert log(core, "with-sidecar", container="sync") == "sidecar up\n"

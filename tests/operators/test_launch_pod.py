@@ -119,6 +119,13 @@ def test_resources_user_priority_scheduling_and_mounts(rule_session: Session) ->
     }
     assert parts["stage"]["command"][:3] == ["octotrain", "node", "stage"]
     assert parts["sync"]["command"][:3] == ["octotrain", "node", "sync"]
+    # The sidecar is a native one, after the stage container: Kubernetes stops it once the
+    # training container has ended, which waits for its final upload.
+    assert [c["name"] for c in spec["initContainers"]] == ["stage", "sync"]
+    assert parts["sync"]["restartPolicy"] == "Always"
+    assert base["command"][base["command"].index("--await-upload") + 1] == (
+        "/octotrain/work/upload-done"
+    )
     assert spec["restartPolicy"] == "Never"
 
 

@@ -31,5 +31,5 @@ def test_a_volume_gone_from_the_config_is_named(rule_session: Session) -> None:
     gone = plan.model_copy(
         update={"resources": plan.resources.model_copy(update={"mount_volume": "old-nfs"})}
     )
-    with pytest.raises(InvalidInput, match="mount_volume 'old-nfs' .* is not in"):
+    with pytest.raises(InvalidInput, match=r"mount_volume 'old-nfs' .* is not in"):
         check_mount_volume(gone)

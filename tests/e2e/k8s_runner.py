@@ -1,0 +1,247 @@
+"""Training runs with the Kubernetes launcher, in a process of their own: the real DAGs,
+operators and KubernetesPodOperator against the cluster that ``AIRFLOW_CONN_KUBERNETES_DEFAULT``
+points at (the tests' emulator, or a real cluster for the ``k8s_real`` tests).
+
+    k8s_runner.py dag SCENARIO ...          # each scenario's task run through dag.test()
+    k8s_runner.py prepare TASK PLAN_FILE    # validate + stage_data of the task named TASK
+    k8s_runner.py launch PLAN_FILE NODE TRY # one node's launch task instance, try TRY
+    k8s_runner.py collect PLAN_FILE         # collect_logs, then delete_service
+
+Called by tests/e2e/test_kubernetes_run.py with AIRFLOW_HOME, the metadata DB and the
+OCTOTRAIN_* settings in the environment; prints one ``RESULT {json}`` line per step.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from hooks.catalog import default_catalog
+from hooks.object_store import default_object_store
+from hooks.run_files import read_text
+from hooks.run_stops import request_stop
+from octotrain.catalog.access import Scope
+from octotrain.catalog.models import Run, RunState, TrainingTask
+from octotrain.catalog.named_objects import Algorithms, ResourceSpecs
+from octotrain.contracts import NodeLogNames
+from octotrain.kubernetes_config import kubernetes_config
+from octotrain.planning import RunPlan, build_run_plan, run_key
+from octotrain.pods import master_address
+from octotrain.settings import REPO_ROOT, get_settings
+from operators.collect_pod_logs import CollectPodLogsOperator
+from operators.delete_service import DeleteRunServiceOperator
+from operators.launch_pod import LaunchNodePodOperator
+from operators.prepare_pods import PreparePodsOperator
+from tests.e2e.dag_test_runner import run
+from tests.factories import add_command_algorithm, add_task, seed
+
+ADMIN = Scope.administrator("k8s-e2e")
+# Node 0 fails at once; node 1 trains for 3 s and succeeds, unless it is stopped first.
+RANK_0_FAILS = (
+    "import os, sys, time\n"
+    "print('node', os.environ['NODE_INDEX'], 'starting', flush=True)\n"
+    "if os.environ['RANK'] == '0':\n"
+    "    sys.exit(3)\n"
+    "time.sleep(3)\n"
+)
+# Node 0 fails after 2 s while node 1 trains on until it is stopped.
+FAILS_WHILE_THE_OTHER_TRAINS = (
+    "import os, sys, time\n"
+    "print('node', os.environ['NODE_INDEX'], 'starting', flush=True)\n"
+    "if os.environ['RANK'] == '0':\n"
+    "    time.sleep(2)\n"
+    "    sys.exit(3)\n"
+    "time.sleep(120)\n"
+)
+EATS_MEMORY = (
+    "import time\n"
+    "print('allocating', flush=True)\n"
+    "hoard = b'x' * (1536 * 1024 * 1024)\n"
+    "time.sleep(60)\n"
+)
+TRAINS_UNTIL_STOPPED = (
+    "import time\n"
+    "for epoch in range(600):\n"
+    "    print('epoch', epoch, flush=True)\n"
+    "    time.sleep(0.2)\n"
+)
+# About 6 s of training with a log line per epoch and a model file at the end.
+TRAINS_SLOWLY = (
+    "import os, pathlib, time\n"
+    "for epoch in range(30):\n"
+    "    print('epoch', epoch, 'of node', os.environ['NODE_INDEX'], flush=True)\n"
+    "    time.sleep(0.2)\n"
+    "pathlib.Path(os.environ['OUTPUT'], 'model.txt').write_text('weights')\n"
+    "print('training finished', flush=True)\n"
+)
+
+
+def setup() -> dict[str, int]:
+    """The demo catalog, its algorithm's script by absolute path (a pod starts in a working
+    folder of its own), and one task per scenario."""
+    catalog = default_catalog()
+    catalog.migrate()
+    seed(catalog, default_object_store())
+    script = REPO_ROOT / "examples" / "linear_regression" / "train.py"
+    with catalog.session() as session:
+        Algorithms(session, ADMIN).update(
+            "demo", "linear-regression-numpy", {"command": ["python", str(script)]}
+        )
+        ResourceSpecs(session, ADMIN).create(
+            "demo",
+            {"name": "gpu-one", "kind": "cce", "cpu": 1, "memory_mib": 512, "gpu_count": 1,
+             "max_nodes": 4},
+        )  # fmt: skip
+    for name, code in [("rank-0-fails", RANK_0_FAILS), ("eats-memory", EATS_MEMORY),
+                       ("trains-until-stopped", TRAINS_UNTIL_STOPPED),
+                       ("trains-slowly", TRAINS_SLOWLY),
+                       ("fails-while-the-other-trains", FAILS_WHILE_THE_OTHER_TRAINS)]:  # fmt: skip
+        add_command_algorithm(catalog, name, code)
+    return {
+        "demo": add_task(catalog, name="demo-on-k8s"),
+        "node-fails": add_task(catalog, name="node-fails", algorithm="rank-0-fails", parameters={}),
+        "oom": add_task(catalog, name="oom", algorithm="eats-memory", parameters={}),
+        "unschedulable": add_task(catalog, name="no-gpu", resource_spec="gpu-one"),
+        "stop": add_task(catalog, name="stop", algorithm="trains-until-stopped", parameters={}),
+        "reattach": add_task(catalog, name="reattach", algorithm="trains-slowly", parameters={}),
+        "concurrent-failure": add_task(
+            catalog,
+            name="concurrent-failure",
+            algorithm="fails-while-the-other-trains",
+            parameters={},
+        ),
+    }
+
+
+def stop_when_training(task_id: int, by: str) -> threading.Thread:
+    """Stop the task's run (as user ``by``, through Octotrain) once a node's train log, as
+    its sidecar uploads it, shows an epoch: what a user watching the logs would do."""
+
+    def trained(run: Run) -> bool:
+        store, prefix = default_object_store(), f"runs/{task_id}/{run_key(run.airflow_run_id)}"
+        for node in (run.plan or {}).get("node_indices", []):
+            log = read_text(
+                store, f"{prefix}/logs/{NodeLogNames(task_id=task_id, node_index=node).train}"
+            )
+            if log and "epoch" in log:
+                return True
+        return False
+
+    def watch() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            with default_catalog().session() as session:
+                active = session.scalars(
+                    select(Run).where(Run.task_id == task_id, Run.state == RunState.RUNNING)
+                ).one_or_none()
+                if active is not None and trained(active):
+                    request_stop(active, by=by)
+                    return
+            time.sleep(0.2)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+class _TaskInstance:
+    """What a task instance's context offers the operators: the plan ``validate`` pushed."""
+
+    def __init__(self, plan: RunPlan, task_id: str, map_index: int, try_number: int) -> None:
+        self.plan, self.task_id, self.map_index, self.try_number = (
+            plan, task_id, map_index, try_number
+        )  # fmt: skip
+        self.dag_id, self.run_id = f"octotrain_task_{plan.task_id}", plan.run_id
+        self.pushed: dict[str, Any] = {}
+
+    def xcom_pull(self, *, task_ids: str, key: str) -> dict[str, Any]:
+        return self.plan.model_dump(mode="json")
+
+    def xcom_push(self, key: str, value: Any) -> None:
+        self.pushed[key] = value
+
+
+def _context(plan: RunPlan, task_id: str, map_index: int = -1, try_number: int = 1) -> Any:
+    ti = _TaskInstance(plan, task_id, map_index, try_number)
+    return {"ti": ti, "run_id": plan.run_id, "dag": object()}
+
+
+def prepare(task_id: int, plan_file: Path) -> dict[str, Any]:
+    """What ``validate`` and ``stage_data`` do before the nodes start."""
+    with default_catalog().session() as session:
+        task = session.get(TrainingTask, task_id)
+        assert task is not None
+        plan = build_run_plan(session, task, run_id=f"manual__{task.name}", master_addr="",
+                              master_port=kubernetes_config().master_port,
+                              triggered_by="k8s-e2e")  # fmt: skip
+        run_row = Run(task_id=task_id, airflow_run_id=plan.run_id, state=RunState.RUNNING,
+                      node_count=plan.world_size, plan=plan.shown())  # fmt: skip
+        session.add(run_row)
+        session.flush()
+        plan = plan.model_copy(
+            update={
+                "catalog_run_id": run_row.id,
+                "master_addr": master_address(plan, get_settings().kubernetes_namespace),
+            }
+        )
+    plan_file.write_text(plan.model_dump_json())
+    PreparePodsOperator(task_id="stage_data", training_task_id=task_id).execute(
+        _context(plan, "stage_data")
+    )
+    return {"run_key": plan.run_key, "nodes": plan.node_indices}
+
+
+def launch(plan_file: Path, node_index: str, try_number: int) -> dict[str, Any]:
+    plan = RunPlan.model_validate_json(plan_file.read_text())
+    operator = LaunchNodePodOperator(task_id="launch", training_task_id=plan.task_id,
+                                     node_index=node_index)  # fmt: skip
+    context = _context(plan, "launch", plan.node_indices.index(node_index), try_number)
+    operator.execute(context)
+    return {"node": node_index, "pod": context["ti"].pushed.get("pod_name")}
+
+
+def collect(plan_file: Path) -> dict[str, Any]:
+    plan = RunPlan.model_validate_json(plan_file.read_text())
+    collected = CollectPodLogsOperator(task_id="collect_logs", training_task_id=plan.task_id)
+    result = collected.execute(_context(plan, "collect_logs"))
+    DeleteRunServiceOperator(task_id="delete_service", training_task_id=plan.task_id).execute(
+        _context(plan, "delete_service")
+    )
+    return result
+
+
+def main() -> None:
+    command, arguments = sys.argv[1], sys.argv[2:]
+    if command == "dag":
+        tasks = setup()
+        print("RESULT " + json.dumps({"scenario": "setup", "tasks": tasks}), flush=True)
+        for scenario in arguments:
+            watcher = stop_when_training(tasks[scenario], "alice") if scenario == "stop" else None
+            result = {"scenario": scenario, "task_id": tasks[scenario]} | run(tasks[scenario])
+            if watcher is not None:
+                watcher.join(timeout=5)
+            print("RESULT " + json.dumps(result, ensure_ascii=False), flush=True)
+        return
+    if command == "prepare":
+        with default_catalog().session() as session:
+            task_id = session.scalars(
+                select(TrainingTask.id).where(TrainingTask.name == arguments[0])
+            ).one()
+        print("RESULT " + json.dumps(prepare(task_id, Path(arguments[1]))), flush=True)
+        return
+    plan_file = Path(arguments[0])
+    if command == "launch":
+        result = launch(plan_file, arguments[1], int(arguments[2]))
+    else:
+        result = collect(plan_file)
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,317 @@
+"""Training tasks run with the Kubernetes launcher end to end: the real DAGs (``dag.test()``),
+the real KubernetesPodOperator and kubernetes client, against the loopback Kubernetes API
+emulator of ``tests.k8s_emulator`` (each container a process on this machine). Two-node tasks:
+success, a node that fails, an OOM kill, pods that cannot be scheduled, a user's stop, and a
+worker lost mid-run whose next try reattaches to the running pod."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hooks.object_store import object_store_from_url
+from octotrain.contracts import NodeLogNames
+from octotrain.settings import REPO_ROOT
+from octotrain.storage import ObjectStore
+from tests.k8s_emulator import KubernetesEmulator
+
+NAMESPACE = "octotrain"
+SCENARIOS = ["demo", "node-fails", "oom", "unschedulable", "stop"]
+NODES = ("distributed-0", "distributed-1")
+KUBERNETES_TOML = """\
+sync_interval_seconds = 0.5
+abort_check_seconds = 0.5
+master_port = 29500
+startup_timeout_seconds = 10
+startup_check_interval_seconds = 1
+object_store_secret = ""
+node_cache_host_path = "{cache}"
+launch_retries = 2
+"""
+
+
+@dataclass(frozen=True)
+class Cluster:
+    emulator: KubernetesEmulator
+    env: dict[str, str]
+    root: Path
+
+    def runner(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, str(REPO_ROOT / "tests" / "e2e" / "k8s_runner.py"), *args],
+            env=self.env, capture_output=True, text=True, cwd=REPO_ROOT, timeout=timeout,
+            check=False,
+        )  # fmt: skip
+
+    @property
+    def store(self) -> ObjectStore:
+        return object_store_from_url(self.env["OCTOTRAIN_OBJECT_STORE_URL"])
+
+    def pods_of(self, task_id: int) -> list[dict[str, Any]]:
+        return [
+            pod
+            for pod in self.emulator.pods(NAMESPACE)
+            if pod["metadata"]["labels"].get("octotrain.io/task") == str(task_id)
+        ]
+
+    def created_for(self, task_id: int) -> list[str]:
+        return [n for n in self.emulator.created_pod_names() if n.startswith(f"train-{task_id}-")]
+
+
+def results_of(completed: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
+    return [
+        json.loads(line.removeprefix("RESULT "))
+        for line in completed.stdout.splitlines()
+        if line.startswith("RESULT ")
+    ]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    root = tmp_path_factory.mktemp("e2e-kubernetes")
+    emulator = KubernetesEmulator(root=root / "cluster", gpus=0, cpu="16", memory="64Gi")
+    emulator.start()
+    kubeconfig = emulator.write_kubeconfig(root / "kubeconfig", namespace=NAMESPACE)
+    config = root / "kubernetes.toml"
+    config.write_text(KUBERNETES_TOML.format(cache=root / "node-cache"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "OCTOTRAIN_"))}
+    env |= {
+        "AIRFLOW_HOME": str(root / "airflow"),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO_ROOT / "dags"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{root / 'airflow.db'}",
+        "AIRFLOW_CONN_KUBERNETES_DEFAULT": json.dumps(
+            {"conn_type": "kubernetes", "extra": {"kube_config_path": str(kubeconfig)}}
+        ),
+        "OCTOTRAIN_STATE_DIR": str(root / "state"),
+        "OCTOTRAIN_OBJECT_STORE_URL": f"file://{root / 'state' / 'objects'}",
+        "OCTOTRAIN_LAUNCHER": "kubernetes",
+        "OCTOTRAIN_KUBERNETES_NAMESPACE": NAMESPACE,
+        "OCTOTRAIN_KUBERNETES_CONFIG_FILE": str(config),
+        "OCTOTRAIN_STOP_GRACE_SECONDS": "3",
+        "PYTHONPATH": str(REPO_ROOT),
+    }
+    migrate = subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env=env,
+                             capture_output=True, text=True, check=False)  # fmt: skip
+    assert migrate.returncode == 0, migrate.stderr[-3000:]
+    try:
+        yield Cluster(emulator=emulator, env=env, root=root)
+    finally:
+        emulator.stop()
+
+
+@pytest.fixture(scope="module")
+def results(cluster: Cluster) -> dict[str, dict[str, Any]]:
+    completed = cluster.runner("dag", *SCENARIOS)
+    (cluster.root / "runner.log").write_text(completed.stdout + completed.stderr)
+    found = {result["scenario"]: result for result in results_of(completed)}
+    assert set(found) == {"setup", *SCENARIOS}, (completed.stdout + completed.stderr)[-6000:]
+    return found
+
+
+def stored(cluster: Cluster, result: dict[str, Any], name: str) -> str:
+    key = f"runs/{result['task_id']}/{result['run']['run_key']}/logs/{name}"
+    path = cluster.root / "fetched" / key
+    cluster.store.get_file(key, path)
+    return path.read_text()
+
+
+def names(result: dict[str, Any], node: str) -> NodeLogNames:
+    return NodeLogNames(task_id=result["task_id"], node_index=node)
+
+
+def test_a_two_node_run_succeeds_with_its_logs_metrics_and_model(
+    results: dict[str, dict[str, Any]], cluster: Cluster
+) -> None:
+    demo = results["demo"]
+    assert demo["state"] == "success", demo
+    assert set(demo["tasks"].values()) == {"success"}
+    assert {"launch[0]", "launch[1]", "delete_service"} <= set(demo["tasks"])
+    assert demo["run"]["state"] == "success" and demo["run"]["model_version"] == 1
+    assert demo["run"]["lineage_inputs"] == ["dataset"]
+    for node in NODES:
+        log = names(demo, node)
+        assert "final mse" in stored(cluster, demo, log.train)
+        assert "staged house-prices_v1: " in stored(cluster, demo, log.init)
+        assert "training ended (exit status 0)" in stored(cluster, demo, log.sidecar)
+        prefix = f"runs/{demo['task_id']}/{demo['run']['run_key']}"
+        assert cluster.store.list(f"{prefix}/metrics/{node}"), node
+        assert cluster.store.list(f"{prefix}/resources"), node
+        assert not cluster.store.list(f"{prefix}/logs/{log.supplemental}")
+    model = demo["run"]["model_prefix"]
+    assert [i.key.removeprefix(model + "/") for i in cluster.store.list(model)] == [
+        "model.json", "rank-0/weights.npz", "rank-1/weights.npz"
+    ]  # fmt: skip
+    assert len(cluster.created_for(demo["task_id"])) == 2  # one pod per node, no duplicate
+    assert cluster.pods_of(demo["task_id"]) == []  # deleted once their logs were safe
+    assert cluster.emulator.services(NAMESPACE) == []  # the teardown deleted the Service
+
+
+def started_nodes(cluster: Cluster, result: dict[str, Any]) -> list[str]:
+    """The nodes whose pod was created (``dag.test()`` runs mapped task instances one at a
+    time, in an order of its own; a node whose turn comes after the run was aborted does not
+    start)."""
+    return sorted(name.split("-")[2] + "-" + name.split("-")[3]
+                  for name in cluster.created_for(result["task_id"]))  # fmt: skip
+
+
+def test_a_failing_node_fails_the_run_and_its_supplemental_log_says_why(
+    results: dict[str, dict[str, Any]], cluster: Cluster
+) -> None:
+    failed = results["node-fails"]
+    assert failed["state"] == "failed"
+    assert failed["tasks"]["launch[0]"] == "failed"
+    assert failed["tasks"]["collect_logs"] == "success"
+    assert failed["tasks"]["archive_model"] == "upstream_failed"
+    assert failed["tasks"]["delete_service"] == "success"
+    assert failed["run"]["state"] == "failed" and failed["run"]["model_version"] is None
+    culprit = stored(cluster, failed, names(failed, "distributed-0").supplemental)
+    assert "exit code 3: the training program exited with an error" in culprit
+    assert "node distributed-0 starting" in stored(cluster, failed, names(failed, NODES[0]).train)
+    if "distributed-1" in started_nodes(cluster, failed):  # its turn came first: it succeeded
+        assert failed["tasks"]["launch[1]"] == "success"
+        assert not cluster.store.list(
+            f"runs/{failed['task_id']}/{failed['run']['run_key']}/logs/"
+            + names(failed, "distributed-1").supplemental
+        )
+    else:
+        assert failed["tasks"]["launch[1]"] == "failed"
+        other = stored(cluster, failed, names(failed, "distributed-1").supplemental)
+        assert "node distributed-1 was stopped: node distributed-0 failed" in other
+        assert "(it was not started)" in other
+    for node in NODES:
+        for name in names(failed, node).always():
+            stored(cluster, failed, name)  # every log file exists, if empty
+    assert cluster.pods_of(failed["task_id"]) == []  # collect_logs deleted the kept pod
+
+
+def test_an_oom_kill_names_the_memory_limit(
+    results: dict[str, dict[str, Any]], cluster: Cluster
+) -> None:
+    oom = results["oom"]
+    assert oom["state"] == "failed" and oom["run"]["state"] == "failed"
+    [first] = started_nodes(cluster, oom)
+    text = stored(cluster, oom, names(oom, first).supplemental)
+    assert "OOMKilled: the training used more than its memory limit of 1024 MiB" in text
+    assert "exit code 137" in text
+    assert "OOMKilled" in {e["reason"] for e in cluster.emulator.events(NAMESPACE)}
+    assert "allocating" in stored(cluster, oom, names(oom, first).train)
+    assert cluster.pods_of(oom["task_id"]) == []
+
+
+def test_pods_that_cannot_be_scheduled_quote_the_scheduler(
+    results: dict[str, dict[str, Any]], cluster: Cluster
+) -> None:
+    pending = results["unschedulable"]
+    assert pending["state"] == "failed" and pending["run"]["state"] == "failed"
+    [first] = started_nodes(cluster, pending)
+    text = stored(cluster, pending, names(pending, first).supplemental)
+    assert "the pod did not start within 10s" in text
+    assert "could not be scheduled (Unschedulable): 0/1 nodes are available: " in text
+    assert "Insufficient nvidia.com/gpu" in text
+    [other] = [node for node in NODES if node != first]
+    assert "(it was not started)" in stored(cluster, pending, names(pending, other).supplemental)
+    assert cluster.pods_of(pending["task_id"]) == []
+
+
+def test_a_stopped_run_deletes_its_pods_keeps_its_logs_and_ends_stopped(
+    results: dict[str, dict[str, Any]], cluster: Cluster
+) -> None:
+    stopped = results["stop"]
+    assert stopped["run"]["state"] == "stopped", stopped
+    assert stopped["tasks"]["launch[0]"] == stopped["tasks"]["launch[1]"] == "failed"
+    assert stopped["tasks"]["delete_service"] == "success"
+    for node in NODES:
+        text = stored(cluster, stopped, names(stopped, node).supplemental)
+        assert f"node {node} was stopped: stopped by alice" in text
+    [trained] = started_nodes(cluster, stopped)  # the other one's turn came after the stop
+    assert "epoch 0" in stored(cluster, stopped, names(stopped, trained).train)
+    sidecar = stored(cluster, stopped, names(stopped, trained).sidecar)
+    assert "exit status none: stopped" in sidecar or "training ended" in sidecar
+    assert "uploaded OUTPUT" in sidecar  # the sidecar's final upload, before its pod went
+    assert cluster.pods_of(stopped["task_id"]) == []
+
+
+def launch_in_background(cluster: Cluster, plan: Path, node: str, try_number: int) -> Any:
+    command = [sys.executable, str(REPO_ROOT / "tests" / "e2e" / "k8s_runner.py"), "launch",
+               str(plan), node, str(try_number)]  # fmt: skip
+    return subprocess.Popen(
+        command, env=cluster.env, cwd=REPO_ROOT, start_new_session=True,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+
+
+def test_a_node_failing_while_the_other_trains_stops_it(
+    results: dict[str, dict[str, Any]], cluster: Cluster
+) -> None:
+    """Both nodes' launch tasks at once, as Airflow's executors run them."""
+    task_id = results["setup"]["tasks"]["concurrent-failure"]
+    plan = cluster.root / "concurrent-plan.json"
+    prepared = cluster.runner("prepare", "concurrent-failure", str(plan))
+    assert prepared.returncode == 0, prepared.stderr[-4000:]
+    workers = {node: launch_in_background(cluster, plan, node, 1) for node in NODES}
+    outputs = {node: worker.communicate(timeout=120)[0] for node, worker in workers.items()}
+    assert all(worker.returncode != 0 for worker in workers.values()), outputs
+    assert "stopping node distributed-1: node distributed-0 failed" in outputs["distributed-1"]
+    collected = cluster.runner("collect", str(plan))
+    assert results_of(collected) == [{"failed_nodes": list(NODES)}], collected.stderr[-4000:]
+    run_key = json.loads(plan.read_text())["run_key"]
+    result = {"task_id": task_id, "run": {"run_key": run_key}}
+    culprit = stored(cluster, result, names(result, "distributed-0").supplemental)
+    assert "exit code 3" in culprit
+    other = stored(cluster, result, names(result, "distributed-1").supplemental)
+    assert "node distributed-1 was stopped: node distributed-0 failed" in other
+    assert "exit code 143: terminated by SIGTERM" in other  # stopped within its grace period
+    assert "starting" in stored(cluster, result, names(result, "distributed-1").train)
+    assert cluster.pods_of(task_id) == []
+
+
+def test_a_lost_worker_s_next_try_reattaches_to_the_running_pod(
+    results: dict[str, dict[str, Any]], cluster: Cluster
+) -> None:
+    task_id = results["setup"]["tasks"]["reattach"]
+    plan = cluster.root / "reattach-plan.json"
+    prepared = cluster.runner("prepare", "reattach", str(plan))
+    assert prepared.returncode == 0, prepared.stderr[-4000:]
+    command = [sys.executable, str(REPO_ROOT / "tests" / "e2e" / "k8s_runner.py"), "launch",
+               str(plan), "distributed-0", "1"]  # fmt: skip
+    worker = subprocess.Popen(command, env=cluster.env, cwd=REPO_ROOT, start_new_session=True,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not any(_training(pod) for pod in cluster.pods_of(task_id)):
+            assert time.monotonic() < deadline and worker.poll() is None, "node 0 never trained"
+            time.sleep(0.2)
+    finally:
+        os.killpg(worker.pid, signal.SIGKILL)  # the worker is lost mid-run
+        worker.wait()
+    retried = cluster.runner("launch", str(plan), "distributed-0", "2")
+    assert retried.returncode == 0, (retried.stdout + retried.stderr)[-4000:]
+    assert "reattaching to pod train-" in retried.stdout + retried.stderr
+    assert "training finished" in retried.stdout + retried.stderr  # its log, followed
+    assert cluster.runner("launch", str(plan), "distributed-1", "1").returncode == 0
+    collected = cluster.runner("collect", str(plan))
+    assert results_of(collected) == [{"failed_nodes": []}], collected.stderr[-4000:]
+    assert len(cluster.created_for(task_id)) == 2  # the retry created no second pod
+    run_key = json.loads(plan.read_text())["run_key"]
+    train = cluster.root / "fetched" / "reattach-train.log"
+    log = NodeLogNames(task_id=task_id, node_index="distributed-0").train
+    cluster.store.get_file(f"runs/{task_id}/{run_key}/logs/{log}", train)
+    epochs = [line for line in train.read_text().splitlines() if line.startswith("epoch ")]
+    assert len(epochs) == 30  # nothing lost while no worker watched
+    assert cluster.store.list(f"runs/{task_id}/{run_key}/output/distributed-0")
+
+
+def _training(pod: dict[str, Any]) -> bool:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    return any(s["name"] == "base" and "running" in (s.get("state") or {}) for s in statuses)
