@@ -14,6 +14,7 @@ OCTOTRAIN_* settings in the environment; prints one ``RESULT {json}`` line per s
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
@@ -84,15 +85,19 @@ TRAINS_SLOWLY = (
 
 def setup() -> dict[str, int]:
     """The demo catalog, its algorithm's script by absolute path (a pod starts in a working
-    folder of its own), and one task per scenario."""
+    folder of its own), and one task per scenario. On a real cluster the algorithms run in
+    ``OCTOTRAIN_E2E_ALGORITHM_IMAGE``, with this checkout at ``OCTOTRAIN_E2E_CODE_DIR``."""
     catalog = default_catalog()
     catalog.migrate()
     seed(catalog, default_object_store())
-    script = REPO_ROOT / "examples" / "linear_regression" / "train.py"
+    code_dir = Path(os.environ.get("OCTOTRAIN_E2E_CODE_DIR", REPO_ROOT))
+    image = os.environ.get("OCTOTRAIN_E2E_ALGORITHM_IMAGE")
+    script = code_dir / "examples" / "linear_regression" / "train.py"
     with catalog.session() as session:
         Algorithms(session, ADMIN).update(
-            "demo", "linear-regression-numpy", {"command": ["python", str(script)]}
-        )
+            "demo", "linear-regression-numpy",
+            {"command": ["python", str(script)]} | ({"image": image} if image else {}),
+        )  # fmt: skip
         ResourceSpecs(session, ADMIN).create(
             "demo",
             {"name": "gpu-one", "kind": "cce", "cpu": 1, "memory_mib": 512, "gpu_count": 1,
@@ -103,6 +108,9 @@ def setup() -> dict[str, int]:
                        ("trains-slowly", TRAINS_SLOWLY),
                        ("fails-while-the-other-trains", FAILS_WHILE_THE_OTHER_TRAINS)]:  # fmt: skip
         add_command_algorithm(catalog, name, code)
+        if image:
+            with catalog.session() as session:
+                Algorithms(session, ADMIN).update("demo", name, {"image": image})
     return {
         "demo": add_task(catalog, name="demo-on-k8s"),
         "node-fails": add_task(catalog, name="node-fails", algorithm="rank-0-fails", parameters={}),
