@@ -18,6 +18,7 @@ PLACEHOLDERS = {
     "repository": "house-price-model",
     "username": "bob",
     "task_id": "1",
+    "run_id": "1",
 }
 
 
