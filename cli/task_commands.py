@@ -13,7 +13,7 @@ from hooks.object_store import default_object_store
 from hooks.run_logs import RunLogs
 from hooks.run_stops import request_stop
 from octotrain.catalog.views import RunView, TaskView
-from octotrain.contracts import NodeLogNames, dag_id_for
+from octotrain.contracts import LOG_KINDS, NodeLogNames, dag_id_for
 from octotrain.errors import NotFound
 from octotrain.run_layout import RunLayout
 from octotrain.settings import get_settings
@@ -24,7 +24,6 @@ TaskId = Annotated[int, typer.Argument(help="The training task ID.")]
 TASK_COLUMNS = ["id", "project", "name", "node_count", "priority", "resource_spec", "algorithm",
                 "model_repository", "last_run"]  # fmt: skip
 RUN_COLUMNS = ["airflow_run_id", "state", "node_count", "started_at", "ended_at", "model_version"]
-LOG_KINDS = ("train", "init", "sidecar", "supplemental")
 
 
 @tasks_app.command("create", help="Create a task from a YAML or JSON document.")

@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from hooks.hashing_io import copy_hashing
 from octotrain.storage import (
@@ -87,6 +89,30 @@ class LocalFolderStore:
                 key = path.relative_to(self.root).as_posix()
                 found.append(ObjectInfo(key=key, size=stat.st_size, modified=stat.st_mtime))
         return found
+
+    def stat(self, key: str) -> ObjectInfo:
+        try:
+            stat = self._path(key).stat()
+        except FileNotFoundError:
+            raise ObjectNotFound(f"object {key} does not exist in {self.url}") from None
+        return ObjectInfo(key=key, size=stat.st_size, modified=stat.st_mtime)
+
+    def read_range(self, key: str, start: int, end: int) -> bytes:
+        with self._opened(key) as handle:
+            handle.seek(start)
+            return handle.read(max(0, end - start))
+
+    def iter_bytes(self, key: str, *, start: int = 0, chunk_size: int = 1 << 20) -> Iterator[bytes]:
+        with self._opened(key) as handle:
+            handle.seek(start)
+            while chunk := handle.read(chunk_size):
+                yield chunk
+
+    def _opened(self, key: str) -> BinaryIO:
+        try:
+            return self._path(key).open("rb")
+        except FileNotFoundError:
+            raise ObjectNotFound(f"object {key} does not exist in {self.url}") from None
 
     def delete_prefix(self, prefix: str) -> int:
         base = self._path(prefix_of(prefix).rstrip("/"))

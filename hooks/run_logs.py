@@ -1,56 +1,180 @@
-"""The door to a run's log files: in the local run folder (the local launcher writes them
-there as the nodes run), else as collected into the object store after the run."""
+"""The door to a run's log files: in the local run folder while the local launcher writes them
+there, else in the object store (synced live by a pod's sidecar, collected after the run).
+
+Only the files of the log contract (DESIGN.md) of the run's own nodes are ever opened: a name is
+looked up among the files listed, never joined to a path, so no name can reach outside the run.
+"""
 
 from __future__ import annotations
 
-import tempfile
+import os
+import time
+import zipfile
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
+from hooks.object_store import default_object_store
+from octotrain.catalog.models import Run
+from octotrain.contracts import LOG_KINDS, NodeLogNames
 from octotrain.errors import NotFound
 from octotrain.run_layout import RunLayout
+from octotrain.settings import get_settings
 from octotrain.storage import ObjectStore
+
+CHUNK = 1024 * 1024
 
 
 @dataclass(frozen=True)
 class LogFile:
     name: str
+    node: str
+    kind: str  # one of LOG_KINDS
     size: int
     modified: float
     where: str  # "run folder" or "object store"
 
 
+class FileRanges:
+    """A local log file read at offsets (``octotrain.log_text.ByteRanges``)."""
+
+    def __init__(self, path: Path) -> None:
+        self.handle: BinaryIO = path.open("rb")
+        self.size = os.fstat(self.handle.fileno()).st_size
+
+    def read(self, start: int, end: int) -> bytes:
+        return os.pread(self.handle.fileno(), max(0, end - start), start)
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+class StoreRanges:
+    """An object of the store read at offsets, one ranged request each."""
+
+    def __init__(self, store: ObjectStore, key: str, size: int) -> None:
+        self.store, self.key, self.size = store, key, size
+
+    def read(self, start: int, end: int) -> bytes:
+        return self.store.read_range(self.key, start, min(end, self.size))
+
+    def close(self) -> None:
+        """Nothing is held open between requests."""
+
+
 class RunLogs:
-    def __init__(self, layout: RunLayout, store: ObjectStore) -> None:
+    def __init__(self, layout: RunLayout, store: ObjectStore, nodes: list[str]) -> None:
         self.layout = layout
         self.store = store
+        self.nodes = nodes
         self.prefix = f"{layout.object_prefix}/logs"
+        self._kinds = {
+            name: (node, kind)
+            for node in nodes
+            for kind, name in NodeLogNames(layout.task_id, node).by_kind().items()
+        }
 
     def files(self) -> list[LogFile]:
+        """Every log file of every node, node by node in the order of ``LOG_KINDS``."""
         folder = self.layout.logs_dir
         if folder.is_dir():
-            return [
-                LogFile(path.name, path.stat().st_size, path.stat().st_mtime, "run folder")
-                for path in sorted(folder.iterdir())
-                if path.is_file()
-            ]
-        return [
-            LogFile(info.key.rsplit("/", 1)[-1], info.size, info.modified, "object store")
-            for info in self.store.list(self.prefix)
+            found = {
+                path.name: (path.stat().st_size, path.stat().st_mtime, "run folder")
+                for path in folder.iterdir()
+                if path.name in self._kinds and path.is_file()
+            }
+        else:
+            found = {
+                name: (info.size, info.modified, "object store")
+                for info in self.store.list(self.prefix)
+                if (name := info.key.rsplit("/", 1)[-1]) in self._kinds
+            }
+        files = [
+            LogFile(name, *self._kinds[name], *found[name]) for name in self._kinds if name in found
         ]
+        order = {node: rank for rank, node in enumerate(self.nodes)}
+        return sorted(files, key=lambda f: (order[f.node], LOG_KINDS.index(f.kind)))
 
-    @contextmanager
-    def opened(self, name: str) -> Iterator[Path]:
-        """A local path to read log file ``name`` from."""
-        if name not in {log.name for log in self.files()}:
-            raise NotFound(f"the run has no log file {name}")
-        local = self.layout.log_path(name)
-        if local.is_file():
-            yield local
+    def file(self, name: str) -> LogFile:
+        found = next((log for log in self.files() if log.name == name), None)
+        if found is None:
+            raise NotFound(f"the run has no log file {name!r}")
+        return found
+
+    def node_files(self, node: str | None) -> list[LogFile]:
+        """The files of one node (every node's with None)."""
+        if node is not None and node not in self.nodes:
+            raise NotFound(f"the run has no node {node!r}; it has {', '.join(self.nodes)}")
+        return [log for log in self.files() if node in (None, log.node)]
+
+    def local_path(self, log: LogFile) -> Path | None:
+        """A path to read ``log`` in place: the run folder, or a local-folder store."""
+        if log.where == "run folder":
+            return self.layout.log_path(log.name)
+        in_store = self.store.local_path(f"{self.prefix}/{log.name}")
+        return in_store if in_store is not None and in_store.is_file() else None
+
+    def ranges(self, log: LogFile) -> FileRanges | StoreRanges:
+        path = self.local_path(log)
+        if path is not None:
+            return FileRanges(path)
+        key = f"{self.prefix}/{log.name}"
+        return StoreRanges(self.store, key, self.store.stat(key).size)
+
+    def chunks(self, log: LogFile, *, start: int = 0) -> Iterator[bytes]:
+        """The content of ``log`` from ``start``, streamed in constant memory."""
+        path = self.local_path(log)
+        if path is None:
+            yield from self.store.iter_bytes(f"{self.prefix}/{log.name}", start=start)
             return
-        with tempfile.TemporaryDirectory(prefix="octotrain-log-") as scratch:
-            copy = Path(scratch) / name
-            self.store.get_file(f"{self.prefix}/{name}", copy)
-            yield copy
+        with path.open("rb") as handle:
+            handle.seek(start)
+            while chunk := handle.read(CHUNK):
+                yield chunk
+
+    def zip_chunks(self) -> Iterator[bytes]:
+        """Every log file of the run as one zip (deflated: logs shrink several times), made
+        as it is sent: nothing is staged, and memory stays a few chunks whatever the size."""
+        sink = _Chunks()
+        with zipfile.ZipFile(sink, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+            for log in self.files():
+                when = time.localtime(log.modified)[:6]
+                info = zipfile.ZipInfo(f"{log.node}/{log.name}", date_time=when)
+                info.compress_type = zipfile.ZIP_DEFLATED
+                with archive.open(info, "w", force_zip64=True) as member:
+                    for chunk in self.chunks(log):
+                        member.write(chunk)
+                        yield from sink.drain()
+        yield from sink.drain()
+
+
+def run_logs_of(run: Run, store: ObjectStore | None = None) -> RunLogs:
+    """The logs of a catalog run, where this machine's settings say they are. A run that has
+    no plan yet (``validate`` has not recorded it) has no nodes, hence no files."""
+    plan = run.plan or {}
+    layout = RunLayout(get_settings().runs_dir, run.task_id, plan.get("run_key", "none"))
+    return RunLogs(layout, store or default_object_store(), list(plan.get("node_indices", [])))
+
+
+class _Chunks:
+    """A write-only, unseekable file that hands what was written to a generator."""
+
+    def __init__(self) -> None:
+        self.pending: list[bytes] = []
+        self.position = 0
+
+    def write(self, data: bytes) -> int:
+        self.pending.append(bytes(data))
+        self.position += len(data)
+        return len(data)
+
+    def tell(self) -> int:
+        return self.position
+
+    def flush(self) -> None:
+        """Written bytes are handed over by ``drain``."""
+
+    def drain(self) -> Iterator[bytes]:
+        pending, self.pending = self.pending, []
+        yield from pending

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -193,6 +193,65 @@ class S3Store:
             return sorted(found, key=lambda info: info.key)
 
         return self._retrying(f"list {prefix}", listing)
+
+    def stat(self, key: str) -> ObjectInfo:
+        head = self._retrying(
+            f"read {key}",
+            lambda: self.client.head_object(Bucket=self.bucket, Key=self._key(key)),
+            key=key,
+        )
+        return ObjectInfo(
+            key=key, size=int(head["ContentLength"]), modified=head["LastModified"].timestamp()
+        )
+
+    def _body_from(self, key: str, position: int) -> Any:
+        """The streaming body of ``key`` from byte ``position``; None when nothing is there."""
+        ranged = {"Range": f"bytes={position}-"} if position else {}
+        try:
+            return self.client.get_object(Bucket=self.bucket, Key=self._key(key), **ranged)["Body"]
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") == "InvalidRange":
+                return None
+            raise
+
+    def read_range(self, key: str, start: int, end: int) -> bytes:
+        if end <= start:
+            return b""
+
+        def ranged() -> bytes:
+            try:
+                answer = self.client.get_object(
+                    Bucket=self.bucket, Key=self._key(key), Range=f"bytes={start}-{end - 1}"
+                )
+            except ClientError as error:
+                if error.response.get("Error", {}).get("Code") == "InvalidRange":
+                    return b""  # ``start`` is at or past the end: nothing there
+                raise
+            return answer["Body"].read()
+
+        return self._retrying(f"read {key}", ranged, key=key)
+
+    def iter_bytes(self, key: str, *, start: int = 0, chunk_size: int = 1 << 20) -> Iterator[bytes]:
+        """One GET streamed in chunks; a transfer cut off midway resumes where it stopped (as
+        many times as an operation is retried)."""
+        position, resumed = start, 0
+        while True:
+            body = self._retrying(
+                f"read {key}", lambda at=position: self._body_from(key, at), key=key
+            )
+            if body is None:
+                return
+            try:
+                for chunk in body.iter_chunks(chunk_size):
+                    position += len(chunk)
+                    yield chunk
+                return
+            except (BotoCoreError, ConnectionError) as error:
+                resumed += 1
+                if resumed >= self.attempts:
+                    raise ObjectStoreUnavailable(
+                        f"cannot read {key} at {self.url}: cut off {resumed} times ({error})"
+                    ) from None
 
     def delete_prefix(self, prefix: str) -> int:
         keys = [self._key(info.key) for info in self.list(prefix)]

@@ -12,6 +12,8 @@ from pathlib import Path
 
 METRICS_META_FILE = "metrics.json"
 DAG_ID_PREFIX = "octotrain_task_"
+# The four log files of a node, in the order the log pages list them.
+LOG_KINDS = ("train", "init", "sidecar", "supplemental")
 # The variables the platform sets for every training process (DESIGN.md); an algorithm may
 # not declare them, since the platform's values always win.
 PLATFORM_ENV_NAMES = frozenset(
@@ -90,6 +92,10 @@ class NodeLogNames:
     def always(self) -> list[str]:
         """The three files every node writes, however it ends."""
         return [self.train, self.init, self.sidecar]
+
+    def by_kind(self) -> dict[str, str]:
+        """Each of the four file names under its kind (``LOG_KINDS``)."""
+        return {kind: getattr(self, kind) for kind in LOG_KINDS}
 
 
 @dataclass(frozen=True)

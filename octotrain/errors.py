@@ -37,6 +37,11 @@ class InvalidInput(CatalogError, ValueError):
         return cls([FieldProblem(field, rule)])
 
 
+class InvalidQuery(InvalidInput):
+    """A read's parameters break a rule (a search pattern that does not compile): the request
+    is malformed (HTTP 400), whereas ``InvalidInput`` judges a document to be saved (422)."""
+
+
 class NotFound(CatalogError, LookupError):
     """The object does not exist, or it is in a project the user is not a member of (the two
     are indistinguishable on purpose: another project's objects are not disclosed)."""

@@ -9,7 +9,7 @@ they depend on this interface only, never on a backend.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -64,6 +64,20 @@ class ObjectStore(Protocol):
         ...
 
     def list(self, prefix: str) -> list[ObjectInfo]: ...
+
+    def stat(self, key: str) -> ObjectInfo:
+        """Size and write time of ``key`` (``ObjectNotFound`` when it does not exist)."""
+        ...
+
+    def read_range(self, key: str, start: int, end: int) -> bytes:
+        """Bytes ``start`` up to ``end`` (exclusive, clipped to the object's size) of ``key``,
+        without reading the rest: log pages seek from either end of gigabyte files."""
+        ...
+
+    def iter_bytes(self, key: str, *, start: int = 0, chunk_size: int = 1 << 20) -> Iterator[bytes]:
+        """The content of ``key`` from ``start``, in chunks of about ``chunk_size``: streams of
+        any size in constant memory (downloads, search)."""
+        ...
 
     def delete_prefix(self, prefix: str) -> int: ...
 

@@ -107,6 +107,14 @@ class Tasks:
     def runs(self, task_id: int) -> list[Run]:
         return list(self.get(task_id).runs)
 
+    def run(self, task_id: int, run_id: int) -> Run:
+        """One run of a task of the user's projects."""
+        task = self.get(task_id)
+        found = self.session.get(Run, run_id)
+        if found is None or found.task_id != task.id:
+            raise NotFound(f"training task {task_id} has no run {run_id}")
+        return found
+
     def run_to_stop(
         self, task_id: int, *, run_id: int | None = None, airflow_run_id: str | None = None
     ) -> Run:

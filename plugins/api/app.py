@@ -10,7 +10,7 @@ from __future__ import annotations
 from airflow.api_fastapi.core_api.security import get_user
 from fastapi import APIRouter, Depends, FastAPI
 
-from plugins.api import catalog_routes, task_routes
+from plugins.api import catalog_routes, log_routes, task_routes
 from plugins.api.errors import ERROR_RESPONSES, install_error_handlers
 
 URL_PREFIX = "/octotrain"
@@ -30,6 +30,7 @@ def create_app() -> FastAPI:
     api = APIRouter(prefix=API_PREFIX, dependencies=[Depends(get_user)], responses=ERROR_RESPONSES)
     api.include_router(catalog_routes.router)
     api.include_router(task_routes.router)
+    api.include_router(log_routes.router)
     app.include_router(api)
     install_error_handlers(app)
     return app

@@ -16,7 +16,14 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from octotrain.catalog.access import Forbidden
-from octotrain.errors import Conflict, FieldProblem, InvalidInput, NotFound, StillReferenced
+from octotrain.errors import (
+    Conflict,
+    FieldProblem,
+    InvalidInput,
+    InvalidQuery,
+    NotFound,
+    StillReferenced,
+)
 from octotrain.storage import ObjectStoreError
 
 
@@ -33,6 +40,7 @@ class ErrorView(BaseModel):
 
 # Documented on every route (the API's OpenAPI document lists what each may answer).
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorView, "description": "A query parameter breaks a rule"},
     401: {"model": ErrorView, "description": "No or an expired Airflow token"},
     403: {"model": ErrorView, "description": "Only administrators may do this"},
     404: {"model": ErrorView, "description": "Not found, or in a project you are not in"},
@@ -53,6 +61,10 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(InvalidInput)
     async def invalid(_request: Request, error: InvalidInput) -> JSONResponse:
         return _answer(422, str(error), problems=_problems(error.problems))
+
+    @app.exception_handler(InvalidQuery)
+    async def bad_query(_request: Request, error: InvalidQuery) -> JSONResponse:
+        return _answer(400, str(error), problems=_problems(error.problems))
 
     @app.exception_handler(NotFound)
     async def not_found(_request: Request, error: NotFound) -> JSONResponse:

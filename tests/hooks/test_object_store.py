@@ -126,3 +126,25 @@ def test_the_url_names_the_backend(tmp_path: Path, s3_bucket: str) -> None:
     assert isinstance(object_store_from_url(s3_bucket), S3Store)
     with pytest.raises(ObjectStoreError, match="use file://<folder> or s3://<bucket>"):
         object_store_from_url("ftp://x")
+
+
+def test_ranges_and_streams_read_only_what_they_are_asked(
+    any_store: ObjectStore, tmp_path: Path
+) -> None:
+    data = bytes(range(256)) * 4096  # 1 MiB
+    any_store.put_file("logs/big.log", write(tmp_path / "big.log", data))
+    assert any_store.stat("logs/big.log").size == len(data)
+    assert any_store.read_range("logs/big.log", 1000, 1010) == data[1000:1010]
+    assert any_store.read_range("logs/big.log", len(data) - 5, len(data) + 100) == data[-5:]
+    assert any_store.read_range("logs/big.log", len(data), len(data) + 10) == b""
+    assert b"".join(any_store.iter_bytes("logs/big.log", chunk_size=100_000)) == data
+    assert b"".join(any_store.iter_bytes("logs/big.log", start=len(data) - 3)) == data[-3:]
+    assert b"".join(any_store.iter_bytes("logs/big.log", start=len(data))) == b""
+    any_store.put_file("logs/empty.log", write(tmp_path / "empty.log", b""))
+    assert b"".join(any_store.iter_bytes("logs/empty.log")) == b""
+    with pytest.raises(ObjectNotFound, match=r"logs/none\.log"):
+        any_store.stat("logs/none.log")
+    with pytest.raises(ObjectNotFound, match=r"logs/none\.log"):
+        any_store.read_range("logs/none.log", 0, 10)
+    with pytest.raises(ObjectNotFound, match=r"logs/none\.log"):
+        list(any_store.iter_bytes("logs/none.log"))
