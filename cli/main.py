@@ -17,6 +17,7 @@ from cli.catalog_commands import (
     resource_specs_app,
 )
 from cli.demo import seed_demo
+from cli.log_commands import task_logs
 from cli.node_commands import nodes_app
 from cli.output import reported
 from cli.task_commands import tasks_app
@@ -34,6 +35,9 @@ app.add_typer(algorithms_app, name="algorithm")
 app.add_typer(datasets_app, name="dataset")
 app.add_typer(caches_app, name="cache")
 app.add_typer(repositories_app, name="model-repository")
+tasks_app.command("logs", help="A run's log files: list, print, follow (-f), search (--grep).")(
+    task_logs
+)
 app.add_typer(tasks_app, name="task")
 app.add_typer(nodes_app, name="node")
 

@@ -9,13 +9,9 @@ import typer
 from cli.output import FileOption, JsonOption, load_document, reported, show, show_list
 from cli.session import catalog_session, cli_scope
 from hooks.airflow_rest import TERMINAL_RUN_STATES, AirflowRestClient, wait_until
-from hooks.object_store import default_object_store
-from hooks.run_logs import RunLogs
 from hooks.run_stops import request_stop
 from octotrain.catalog.views import RunView, TaskView
-from octotrain.contracts import LOG_KINDS, NodeLogNames, dag_id_for
-from octotrain.errors import NotFound
-from octotrain.run_layout import RunLayout
+from octotrain.contracts import dag_id_for
 from octotrain.settings import get_settings
 from octotrain.tasks import Tasks
 
@@ -154,36 +150,3 @@ def task_status(task_id: TaskId, as_json: JsonOption = False) -> None:
             return
         typer.echo(f"task {task.id} '{task.name}' of project {task.project} ({task.dag_id})")
         show_list(runs, RUN_COLUMNS, as_json=False)
-
-
-@tasks_app.command("logs", help="List a run's log files, or print one node's log.")
-def task_logs(
-    task_id: TaskId,
-    run: Annotated[str | None, typer.Option(help="Airflow run id (default: latest).")] = None,
-    node: Annotated[str | None, typer.Option(help="single-0, distributed-N, …")] = None,
-    kind: Annotated[str, typer.Option(help="train, init, sidecar or supplemental.")] = "train",
-    as_json: JsonOption = False,
-) -> None:
-    with reported(as_json=as_json):
-        if kind not in LOG_KINDS:
-            raise NotFound(f"no log kind '{kind}'; use one of {', '.join(LOG_KINDS)}")
-        with catalog_session() as session:
-            runs = Tasks(session, cli_scope()).runs(task_id)
-            chosen = next((r for r in reversed(runs) if run in (None, r.airflow_run_id)), None)
-            if chosen is None or not chosen.plan:
-                raise NotFound(f"training task {task_id} has no run {run or ''}".rstrip())
-            run_key, nodes = chosen.plan["run_key"], chosen.plan["node_indices"]
-        logs = RunLogs(RunLayout(get_settings().runs_dir, task_id, run_key), default_object_store())
-        if node is None:
-            files = [{"name": f.name, "size": f.size, "where": f.where} for f in logs.files()]
-            if as_json:
-                show({"run": chosen.airflow_run_id, "files": files}, as_json=True)
-            else:
-                for item in files:
-                    typer.echo(f"{item['size']:>12}  {item['name']}  ({item['where']})")
-            return
-        if node not in nodes:
-            raise NotFound(f"run {chosen.airflow_run_id} has no node {node}; it has {nodes}")
-        names = NodeLogNames(task_id=task_id, node_index=node)
-        with logs.opened(getattr(names, kind)) as path:
-            typer.echo(path.read_text(encoding="utf-8", errors="replace"), nl=False)
