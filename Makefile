@@ -16,6 +16,7 @@ bench: sync ## the benchmarks of bench/, each printing ratios to a baseline of t
 	$(UV) run python -m bench.task_create
 	$(UV) run python -m bench.staging
 	$(UV) run python -m bench.pods
+	$(UV) run python -m bench.logs
 
 sync: uv
 	$(UV) sync --frozen

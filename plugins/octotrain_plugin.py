@@ -1,4 +1,4 @@
-"""The Airflow plugin: Octotrain's API inside Airflow's api-server.
+"""The Airflow plugin: Octotrain's API and pages inside Airflow's api-server and UI.
 
 Registered through the ``airflow.plugins`` entry point (pyproject.toml), so it is loaded
 wherever the package is installed, without copying files into a plugins folder.
@@ -17,4 +17,13 @@ class OctotrainPlugin(AirflowPlugin):
     name = "octotrain"
     fastapi_apps: ClassVar[list[dict[str, Any]]] = [
         {"app": create_app(), "url_prefix": URL_PREFIX, "name": "Octotrain"}
+    ]
+    # Tabs on a DAG run's page, embedded by Airflow's UI; Airflow fills in the ids.
+    external_views: ClassVar[list[dict[str, Any]]] = [
+        {
+            "name": "Logs",
+            "href": f"{URL_PREFIX}/ui/dags/{{DAG_ID}}/runs/{{RUN_ID}}/logs",
+            "destination": "dag_run",
+            "url_route": "octotrain-logs",
+        }
     ]

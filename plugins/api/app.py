@@ -1,7 +1,8 @@
-"""The plugin's REST API, mounted in Airflow's api-server under ``/octotrain``.
+"""The plugin's REST API and pages, mounted in Airflow's api-server under ``/octotrain``.
 
 Every route depends on Airflow's ``get_user`` (router-wide, so a new route cannot forget it):
-without an Airflow token or session cookie it answers 401. The OpenAPI document is at
+without an Airflow token or session cookie it answers 401. The pages (``plugins/ui``) depend on
+it the same way. The OpenAPI document is at
 ``/octotrain/openapi.json`` and the interactive one at ``/octotrain/docs``.
 """
 
@@ -12,6 +13,7 @@ from fastapi import APIRouter, Depends, FastAPI
 
 from plugins.api import catalog_routes, log_routes, task_routes
 from plugins.api.errors import ERROR_RESPONSES, install_error_handlers
+from plugins.ui import pages
 
 URL_PREFIX = "/octotrain"
 API_PREFIX = "/api/v1"
@@ -32,5 +34,6 @@ def create_app() -> FastAPI:
     api.include_router(task_routes.router)
     api.include_router(log_routes.router)
     app.include_router(api)
+    app.include_router(pages.router, dependencies=[Depends(get_user)])
     install_error_handlers(app)
     return app

@@ -64,3 +64,12 @@ def test_the_api_server_serves_the_plugin_behind_airflows_login(
     bob = login(client, "bob", "bob-pw")
     assert client.get("/octotrain/api/v1/projects", headers=bob).json() == []
     assert client.get("/octotrain/openapi.json").json()["info"]["title"] == "Octotrain"
+
+
+def test_airflow_lists_the_logs_tab_of_dag_runs(airflow_api_server: TestClient) -> None:
+    alice = login(airflow_api_server, "alice", "alice-pw")
+    plugins = airflow_api_server.get("/api/v2/plugins", headers=alice).json()["plugins"]
+    (ours,) = [plugin for plugin in plugins if plugin["name"] == "octotrain"]
+    (logs,) = ours["external_views"]
+    assert logs["destination"] == "dag_run"
+    assert logs["href"] == "/octotrain/ui/dags/{DAG_ID}/runs/{RUN_ID}/logs"

@@ -1,0 +1,248 @@
+"""Benchmark: task logs on a 1 GiB train log, on the local backend and on S3 (an S3-compatible
+server on 127.0.0.1 in its own process), each against a baseline of the same run:
+
+- the last 200 lines, and pages at random offsets (back and forward): milliseconds, on the
+  1 GiB file and on a 1 MiB one (goal ≤ 50 ms, the same for both sizes);
+- search for a rare keyword over the whole file (case-insensitive literal, the default):
+  throughput against ``grep -F -c`` (and ``grep -F -i -c``) on the same file (goal ≥ 0.5x);
+- download of the file, and the zip of the run's logs, in a process of their own: peak RSS
+  (goal < 100 MB) and throughput against a plain file copy (``shutil.copyfile``).
+
+    uv run python -m bench.logs [--mib 1024] [--backends local,s3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from contextlib import nullcontext
+from pathlib import Path
+
+from bench.staging import s3_client, s3_server
+from hooks.local_store import LocalFolderStore
+from hooks.log_search import search
+from hooks.run_logs import RunLogs
+from hooks.s3_store import S3Store
+from octotrain.contracts import NodeLogNames
+from octotrain.log_search import SearchQuery
+from octotrain.log_text import page_after, page_before, tail
+from octotrain.run_layout import RunLayout
+from octotrain.storage import ObjectStore
+
+MIB = 1024 * 1024
+RARE = "GradientOverflowDetected"
+NODE = "single-0"
+LAYOUT = RunLayout(Path("/nonexistent-run-folder"), 1, "manual__bench-logs")
+NAME = NodeLogNames(1, NODE).train
+
+
+def verdict(met: bool) -> str:
+    return "met" if met else "NOT met"
+
+
+def write_log(path: Path, size: int) -> None:
+    """Lines as a training loop prints them (timestamps, levels, metrics), the rare keyword
+    once at 90% of the file."""
+    rng = random.Random(7)
+    written, step, rare_at = 0, 0, int(size * 0.9)
+    with path.open("w", encoding="utf-8") as out:
+        while written < size:
+            lines = []
+            for _ in range(20_000):
+                step += 1
+                level = "WARNING" if step % 997 == 0 else "INFO"
+                lines.append(
+                    f"2026-12-02 10:{step // 60000 % 60:02d}:{step // 1000 % 60:02d},"
+                    f"{step % 1000:03d} {level} [rank 0] epoch {step // 10000} step {step} "
+                    f"loss={rng.random():.6f} acc={rng.random():.4f} lr=1.0e-04 "
+                    f"throughput={rng.uniform(900, 1300):.1f} samples/s\n"
+                )
+            if written <= rare_at < written + sum(map(len, lines)):
+                lines.insert(len(lines) // 2, f"ERROR {RARE}: scaling loss down at step {step}\n")
+            block = "".join(lines)
+            out.write(block)
+            written += len(block)
+
+
+def milliseconds(action: Callable[[], object], repeat: int) -> float:
+    samples = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        action()
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples) * 1000
+
+
+def page_figures(logs: RunLogs, label: str) -> list[tuple[str, float]]:
+    log = logs.file(NAME)
+    rng = random.Random(1)
+
+    def read(page: Callable[..., object]) -> Callable[[], object]:
+        def action() -> object:
+            source = logs.ranges(log)
+            try:
+                return page(source)
+            finally:
+                source.close()
+
+        return action
+
+    size = log.size
+    return [
+        (f"tail 200 lines, {label}", milliseconds(read(lambda s: tail(s, 200)), 30)),
+        (f"page back at random, {label}",
+         milliseconds(read(lambda s: page_before(s, rng.randrange(size), 200)), 30)),
+        (f"page forward at random, {label}",
+         milliseconds(read(lambda s: page_after(s, rng.randrange(size), 200)), 30)),
+    ]  # fmt: skip
+
+
+def search_seconds(logs: RunLogs) -> float:
+    query = SearchQuery(RARE.lower(), context=2)
+    started = time.perf_counter()
+    result = search(logs, [logs.file(NAME)], query)
+    assert len(result.hits) == 1, result.hits
+    return time.perf_counter() - started
+
+
+def grep_seconds(path: Path, *flags: str) -> float:
+    started = time.perf_counter()
+    subprocess.run(["grep", *flags, "-c", RARE, str(path)], check=True, capture_output=True)
+    return time.perf_counter() - started
+
+
+def child(arguments: argparse.Namespace) -> None:
+    """Stream the file (or the run's zip) to ``--out`` in this process: its peak RSS."""
+    store = open_store(arguments.child_store, Path(arguments.out).parent)
+    logs = RunLogs(LAYOUT, store, [NODE])
+    before = rss_mib()
+    started = time.perf_counter()
+    chunks = logs.zip_chunks() if arguments.child == "zip" else logs.chunks(logs.file(NAME))
+    with open(arguments.out, "wb") as out:
+        for chunk in chunks:
+            out.write(chunk)
+    seconds = time.perf_counter() - started
+    print(json.dumps({"seconds": seconds, "peak_mib": rss_mib("VmHWM"), "before_mib": before}))
+
+
+def rss_mib(field: str = "VmRSS") -> float:
+    """This process's resident memory now (or its peak, ``VmHWM``), which, unlike
+    ``ru_maxrss``, does not carry over the parent's across fork and exec."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def open_store(spec: str, root: Path) -> ObjectStore:
+    """``local:<folder>`` or ``s3:<endpoint>``."""
+    kind, _, where = spec.partition(":")
+    if kind == "local":
+        return LocalFolderStore(Path(where))
+    return S3Store(client=s3_client(where), bucket="bench", prefix="o")
+
+
+def streamed(spec: str, what: str, out: Path) -> dict[str, float]:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.logs", "--child", what, "--child-store", spec,
+         "--out", str(out)],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    out.unlink()
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def raw_baselines(url: str, size: int) -> None:
+    """What the S3 server itself costs: one 64 KiB ranged GET at the end of the big object, and
+    one of the small object, and reading the whole big object, with boto3 alone."""
+    client = s3_client(url)
+    big = f"o/{LAYOUT.object_prefix}/logs/{NAME}"
+    small = f"o/{RunLayout(LAYOUT.runs_dir, 2, LAYOUT.run_key).object_prefix}/logs/" + (
+        NodeLogNames(2, NODE).train
+    )
+
+    def ranged(key: str) -> Callable[[], object]:
+        return lambda: client.get_object(Bucket="bench", Key=key, Range="bytes=-65536")[
+            "Body"
+        ].read()
+
+    whole = milliseconds(lambda: client.get_object(Bucket="bench", Key=big)["Body"].read(), 3)
+    print(f"  boto3 alone: a 64 KiB ranged GET {milliseconds(ranged(big), 30):.2f} ms "
+          f"(1 MiB object {milliseconds(ranged(small), 30):.2f} ms); the whole object "
+          f"{whole / 1000:.3f} s, {size / MIB / whole * 1000:.0f} MiB/s")  # fmt: skip
+
+
+def run_backend(backend: str, size: int, root: Path, source: Path, small: Path) -> None:
+    with s3_server() if backend == "s3" else nullcontext() as url:
+        if url:
+            s3_client(url).create_bucket(Bucket="bench")
+            spec = f"s3:{url}"
+        else:
+            spec = f"local:{root / 'objects'}"
+        store = open_store(spec, root)
+        store.put_file(f"{LAYOUT.object_prefix}/logs/{NAME}", source)
+        small_layout = RunLayout(LAYOUT.runs_dir, 2, LAYOUT.run_key)
+        store.put_file(f"{small_layout.object_prefix}/logs/{NodeLogNames(2, NODE).train}", small)
+        logs = RunLogs(LAYOUT, store, [NODE])
+        small_logs = RunLogs(small_layout, store, [NODE])
+        small_logs.file = lambda name: RunLogs.file(small_logs, NodeLogNames(2, NODE).train)  # type: ignore[method-assign]
+        print(f"\n{backend}: {size / MIB:.0f} MiB train log")
+        if url:
+            raw_baselines(url, size)
+        big, little = page_figures(logs, "1 GiB"), page_figures(small_logs, "1 MiB")
+        for (label, ms), (_, small_ms) in zip(big, little, strict=True):
+            print(f"  {label:<36}{ms:>9.2f} ms   1 MiB file {small_ms:6.2f} ms   "
+                  f"ratio {ms / small_ms:5.2f}x   goal ≤ 50 ms: {verdict(ms <= 50)}")  # fmt: skip
+        search_seconds(logs)  # warm: the page cache holds the file for both sides
+        ours = statistics.median(search_seconds(logs) for _ in range(3))
+        plain = statistics.median(grep_seconds(source, "-F") for _ in range(3))
+        folded = statistics.median(grep_seconds(source, "-F", "-i") for _ in range(3))
+        rate = size / MIB / ours
+        print(f"  search rare keyword (case-insensitive) {ours:8.3f} s  {rate:7.0f} MiB/s")
+        print(f"  grep -F -c (baseline)                  {plain:8.3f} s  ratio "
+              f"{plain / ours:5.2f}x   goal ≥ 0.5x: {verdict(plain / ours >= 0.5)}")  # fmt: skip
+        print(f"  grep -F -i -c                          {folded:8.3f} s  "
+              f"ratio {folded / ours:5.2f}x")  # fmt: skip
+        started = time.perf_counter()
+        shutil.copyfile(source, root / "copy.log")
+        copy = time.perf_counter() - started
+        (root / "copy.log").unlink()
+        for what in ("file", "zip"):
+            figures = streamed(spec, what, root / f"download.{what}")
+            seconds, peak = figures["seconds"], figures["peak_mib"]
+            print(f"  download {what:<4} {seconds:8.3f} s  {size / MIB / seconds:6.0f} MiB/s  "
+                  f"vs copy {copy:6.3f} s ratio {copy / seconds:5.2f}x   peak RSS {peak:5.0f} MiB "
+                  f"(before streaming {figures['before_mib']:.0f})   goal < 100 MB: "
+                  f"{verdict(peak * MIB < 100e6)}")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mib", type=int, default=1024, help="size of the big log")
+    parser.add_argument("--backends", default="local,s3")
+    parser.add_argument("--child", choices=["file", "zip"], help=argparse.SUPPRESS)
+    parser.add_argument("--child-store", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    arguments = parser.parse_args()
+    if arguments.child:
+        child(arguments)
+        return
+    with tempfile.TemporaryDirectory(prefix="octotrain-bench-logs-") as scratch:
+        root = Path(scratch)
+        source, small = root / "train.log", root / "small.log"
+        write_log(source, arguments.mib * MIB)
+        write_log(small, MIB)
+        for backend in arguments.backends.split(","):
+            run_backend(backend, source.stat().st_size, root, source, small)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+"""The plugin's pages inside the Airflow UI: server-rendered HTML and a small script that reads
+the REST API (``plugins/api``) with the user's Airflow session cookie, so that every page and
+every call behind it requires Airflow's auth, as the API does.
+
+``/ui/dags/{dag_id}/runs/{run_id}/logs`` is the "Logs" tab of a DAG run of a training task
+(``external_views`` in ``plugins/octotrain_plugin.py``): Airflow fills in the ids.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import jinja2
+from fastapi import APIRouter, Request
+from fastapi import Path as PathParameter
+from fastapi.responses import FileResponse, HTMLResponse
+from sqlalchemy import select
+
+from hooks.catalog import default_catalog
+from octotrain.catalog.models import Run
+from octotrain.contracts import task_id_from_dag_id
+from octotrain.errors import NotFound
+from octotrain.tasks import ACTIVE_RUN_STATES, Tasks
+from plugins.api.auth import CurrentScope
+
+HERE = Path(__file__).parent
+STATIC_FILES = {"logs.js": "text/javascript", "pages.css": "text/css"}
+_templates = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(HERE / "templates"),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+)
+AirflowId = Annotated[str, PathParameter(min_length=1, max_length=250)]
+
+router = APIRouter(prefix="/ui", include_in_schema=False)
+
+
+@router.get("/dags/{dag_id}/runs/{run_id}/logs", response_class=HTMLResponse)
+def logs_page(
+    dag_id: AirflowId, run_id: AirflowId, request: Request, scope: CurrentScope
+) -> HTMLResponse:
+    try:
+        task_id = task_id_from_dag_id(dag_id)
+    except ValueError:
+        raise NotFound(f"{dag_id} is not the DAG of a training task") from None
+    with default_catalog().session() as session:
+        task = Tasks(session, scope).get(task_id)
+        run = session.scalars(
+            select(Run).where(Run.task_id == task.id, Run.airflow_run_id == run_id)
+        ).first()
+        if run is None:
+            raise NotFound(f"training task '{task.name}' has no run {run_id}")
+        page = _templates.get_template("logs.html").render(
+            root=request.scope.get("root_path", ""),
+            task=task,
+            run=run,
+            live=run.state in ACTIVE_RUN_STATES,
+        )
+    return HTMLResponse(page)
+
+
+@router.get("/static/{name}")
+def static_file(name: str) -> FileResponse:
+    """The pages' own script and style (no CDN: nothing leaves the Airflow server)."""
+    if name not in STATIC_FILES:
+        raise NotFound(f"no static file {name!r}")
+    return FileResponse(HERE / "static" / name, media_type=STATIC_FILES[name])
