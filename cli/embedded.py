@@ -147,6 +147,9 @@ def _print_summary(
         echo(f"demo run {run_id}: {state}")
         echo(f"Airflow UI: {base_url}  (login: {ADMIN_USER} / {password})")
         echo(f"  the run: {base_url}/dags/{dag_id_for(task_id)}/runs/{run_id}")
+        echo(
+            f"  its logs: {base_url}/dags/{dag_id_for(task_id)}/runs/{run_id}/plugin/octotrain-logs"
+        )
         if plan:
             layout = RunLayout(settings.runs_dir, task_id, plan["run_key"])
             for node_index in plan["node_indices"]:
