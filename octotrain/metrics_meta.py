@@ -1,0 +1,135 @@
+"""Judging a training's ``metrics.json`` by every rule of the manual (SPEC.md "Training metrics
+visualisation", DESIGN.md "Contract: METRICS").
+
+The charts page must never go blank over a bad meta file: each chart is judged on its own,
+the valid ones are kept, and every problem is named by its place in the file
+(``metas[2].ys``) and its rule, for the page and the sidecar log to show.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from octotrain.errors import FieldProblem
+
+MAX_CHARTS = 6
+MAX_SERIES = 4
+MAX_DESCRIPTION = 64
+# 1-16 of CJK ideographs (with extension A and the compatibility block), letters, digits, - and _
+NAME = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaffA-Za-z0-9_-]{1,16}")
+NAME_RULE = "must be 1 to 16 of CJK characters, letters, digits, - and _"
+FLAGS = {"true": True, "false": False, True: True, False: False}
+
+
+@dataclass(frozen=True)
+class ChartMeta:
+    name: str
+    x: str
+    ys: list[str]
+    series: list[str]
+    description: str
+    smooth: bool = False
+    with_timestamp: bool = False
+
+    @property
+    def lines(self) -> list[str]:
+        """The keys of a point that are drawn: the series when there are, else the y axes."""
+        return self.series or self.ys
+
+
+@dataclass(frozen=True)
+class MetricsMeta:
+    """The charts that may be drawn, in the file's order, and what is wrong with the rest."""
+
+    id: str = ""
+    charts: list[ChartMeta] = field(default_factory=list)
+    problems: list[FieldProblem] = field(default_factory=list)
+
+    def chart(self, name: str) -> ChartMeta | None:
+        return next((chart for chart in self.charts if chart.name == name), None)
+
+
+def parse_meta(text: str | bytes) -> MetricsMeta:
+    try:
+        document = json.loads(text)
+    except ValueError as error:
+        return MetricsMeta(problems=[FieldProblem("metrics.json", f"is not valid JSON: {error}")])
+    if not isinstance(document, dict):
+        return MetricsMeta(problems=[FieldProblem("metrics.json", "must be a JSON object")])
+    problems: list[FieldProblem] = []
+    metas = document.get("metas")
+    if not isinstance(metas, list):
+        return MetricsMeta(problems=[FieldProblem("metas", "must be a list of charts")])
+    if len(metas) > MAX_CHARTS:
+        problems.append(
+            FieldProblem(
+                "metas",
+                f"at most {MAX_CHARTS} charts; the {len(metas) - MAX_CHARTS} "
+                "after the sixth are not shown",
+            )
+        )
+    charts: list[ChartMeta] = []
+    for index, meta in enumerate(metas[:MAX_CHARTS]):
+        chart, found = _chart(meta, f"metas[{index}]")
+        if chart is not None and any(other.name == chart.name for other in charts):
+            found.append(FieldProblem(f"metas[{index}].name", f"'{chart.name}' is declared twice"))
+            chart = None
+        problems.extend(found)
+        if chart is not None:
+            charts.append(chart)
+    chart_id = document.get("id", "")
+    return MetricsMeta(id=str(chart_id), charts=charts, problems=problems)
+
+
+def _chart(meta: Any, where: str) -> tuple[ChartMeta | None, list[FieldProblem]]:
+    if not isinstance(meta, dict):
+        return None, [FieldProblem(where, "must be an object")]
+    problems: list[FieldProblem] = []
+
+    def name(key: str, value: Any) -> str:
+        if not isinstance(value, str) or NAME.fullmatch(value) is None:
+            problems.append(FieldProblem(f"{where}.{key}", NAME_RULE))
+            return ""
+        return value
+
+    def names(key: str, value: Any, low: int, high: int) -> list[str]:
+        if not isinstance(value, list) or not low <= len(value) <= high:
+            problems.append(FieldProblem(f"{where}.{key}", f"must list {low} to {high} names"))
+            return []
+        listed = [name(f"{key}[{number}]", item) for number, item in enumerate(value)]
+        if len(set(listed)) != len(listed):
+            problems.append(FieldProblem(f"{where}.{key}", "names must differ"))
+        return listed
+
+    chart_name = name("name", meta.get("name"))
+    x = name("x", meta.get("x"))
+    ys = names("ys", meta.get("ys"), 1, 2)
+    series = names("series", meta.get("series", []), 0, MAX_SERIES)
+    if series and len(ys) != 1:
+        problems.append(
+            FieldProblem(f"{where}.ys", "must name exactly one axis when there are series")
+        )
+    description = meta.get("description")
+    if not isinstance(description, str) or not 1 <= len(description) <= MAX_DESCRIPTION:
+        problems.append(
+            FieldProblem(f"{where}.description", f"must be 1 to {MAX_DESCRIPTION} characters")
+        )
+    smooth = _flag(meta, "smooth", where, problems)
+    with_timestamp = _flag(meta, "with_timestamp", where, problems)
+    if x and x in (series or ys):
+        problems.append(FieldProblem(f"{where}.x", f"'{x}' is also a line of the chart"))
+    if problems:
+        return None, problems
+    chart = ChartMeta(chart_name, x, ys, series, str(description), smooth, with_timestamp)
+    return chart, []
+
+
+def _flag(meta: dict[str, Any], key: str, where: str, problems: list[FieldProblem]) -> bool:
+    value = meta.get(key, False)
+    if isinstance(value, bool | str) and value in FLAGS:
+        return FLAGS[value]
+    problems.append(FieldProblem(f"{where}.{key}", 'must be "true" or "false" (or a boolean)'))
+    return False

@@ -1,0 +1,110 @@
+"""The points of one chart (``<name>.jsonl``) as columns of numbers, read incrementally while the
+file grows, and cut down to what a chart can show without losing its peaks.
+
+A line that is torn (a writer caught mid-append), not an object, or whose x or drawn values
+are not finite numbers is skipped and counted; a missing drawn value is a gap (NaN) in that
+line only. Reading goes on from where it stopped, so a live chart parses only new points.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from octotrain.metrics_meta import ChartMeta
+
+TIMESTAMP = "timestamp"
+DEFAULT_POINTS = 2000
+
+
+@dataclass
+class ChartColumns:
+    """What has been read of one chart's data file so far."""
+
+    chart: ChartMeta
+    x: list[float] = field(default_factory=list)
+    lines: dict[str, list[float]] = field(default_factory=dict)
+    timestamps: list[float] = field(default_factory=list)
+    skipped: int = 0
+    consumed: int = 0  # bytes of the file parsed (up to the last complete line)
+
+    def __post_init__(self) -> None:
+        self.lines = {name: [] for name in self.chart.lines}
+
+    def feed(self, data: bytes) -> None:
+        """Parse ``data``, the file's bytes from ``consumed`` on; a last line without its
+        newline is left for the next call (it may be half-written)."""
+        end = data.rfind(b"\n") + 1
+        complete = data[:end]
+        self.consumed += end
+        rows = [row for row in complete.split(b"\n") if row.strip()]
+        if not rows:
+            return
+        try:  # one parse of the whole batch, far faster than one per line
+            points = json.loads(b"[" + b",".join(rows) + b"]")
+        except ValueError:
+            points = None
+        if not isinstance(points, list) or len(points) != len(rows):  # a bad or torn row
+            points = [_loads(row) for row in rows]
+        for point in points:
+            self._add(point)
+
+    def _add(self, point: object) -> None:
+        if not isinstance(point, dict) or not _finite(point.get(self.chart.x)):
+            self.skipped += 1
+            return
+        values = [point.get(name) for name in self.chart.lines]
+        if any(value is not None and not _finite(value) for value in values):
+            self.skipped += 1
+            return
+        if all(value is None for value in values):
+            self.skipped += 1
+            return
+        self.x.append(float(point[self.chart.x]))
+        for name, value in zip(self.chart.lines, values, strict=True):
+            self.lines[name].append(math.nan if value is None else float(value))
+        stamp = point.get(TIMESTAMP)
+        self.timestamps.append(float(stamp) if _finite(stamp) else math.nan)
+
+    @property
+    def count(self) -> int:
+        return len(self.x)
+
+
+def _loads(row: bytes) -> object:
+    try:
+        return json.loads(row)
+    except ValueError:
+        return None
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def peak_preserving_indices(lines: list[np.ndarray], points: int = DEFAULT_POINTS) -> np.ndarray:
+    """Indices of at most about ``points`` per line that keep each line's shape: the first and
+    last point, and in each of ``points / 2`` equal buckets the minimum and maximum of every
+    line (so the global minimum and maximum always survive)."""
+    count = len(lines[0]) if lines else 0
+    if count <= points:
+        return np.arange(count)
+    buckets = max(1, points // 2)
+    size = math.ceil(count / buckets)
+    padded = buckets * size
+    chosen = [np.array([0, count - 1])]
+    offsets = np.arange(buckets) * size
+    for values in lines:
+        grid = np.full(padded, np.nan)
+        grid[:count] = values
+        grid = grid.reshape(buckets, size)
+        empty = np.isnan(grid).all(axis=1)
+        grid[empty, 0] = 0.0  # nanargmin needs one number per bucket; these are dropped below
+        low = offsets + np.nanargmin(grid, axis=1)
+        high = offsets + np.nanargmax(grid, axis=1)
+        chosen += [low[~empty], high[~empty]]
+    indices = np.unique(np.concatenate(chosen))
+    return indices[indices < count]

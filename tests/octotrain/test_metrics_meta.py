@@ -1,0 +1,87 @@
+"""Every rule of the meta file, at its edges; valid charts survive a bad neighbour."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from octotrain.metrics_meta import parse_meta
+
+
+def meta(**changes: Any) -> dict[str, Any]:
+    chart = {"name": "loss", "x": "step", "ys": ["loss"], "description": "training loss",
+             "smooth": "true", "with_timestamp": "false"}  # fmt: skip
+    chart.update(changes)
+    return {key: value for key, value in chart.items() if value is not None}
+
+
+def problems_of(*charts: Any) -> list[str]:
+    return [
+        str(problem)
+        for problem in parse_meta(json.dumps({"id": "7", "metas": list(charts)})).problems
+    ]
+
+
+def test_a_valid_file_gives_its_charts() -> None:
+    parsed = parse_meta(json.dumps({"id": "7", "metas": [
+        meta(), meta(name="精度-acc_1", ys=["acc", "lr"], smooth=False, with_timestamp=True),
+        meta(name="per-class", ys=["f1"], series=["a", "b", "c", "d"]),
+    ]}))  # fmt: skip
+    assert parsed.problems == [] and parsed.id == "7"
+    loss, acc, classes = parsed.charts
+    assert (loss.smooth, loss.with_timestamp, loss.lines) == (True, False, ["loss"])
+    assert (acc.smooth, acc.with_timestamp, acc.lines) == (False, True, ["acc", "lr"])
+    assert classes.lines == ["a", "b", "c", "d"]
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({"name": "x" * 17}, "metas[0].name: must be 1 to 16"),
+        ({"name": ""}, "metas[0].name: must be 1 to 16"),
+        ({"name": "has space"}, "metas[0].name: must be 1 to 16"),
+        ({"name": "<script>"}, "metas[0].name: must be 1 to 16"),
+        ({"x": None}, "metas[0].x: must be 1 to 16"),
+        ({"ys": []}, "metas[0].ys: must list 1 to 2 names"),
+        ({"ys": ["a", "b", "c"]}, "metas[0].ys: must list 1 to 2 names"),
+        ({"ys": ["a", "a"]}, "metas[0].ys: names must differ"),
+        ({"ys": ["a", "b"], "series": ["s"]}, "metas[0].ys: must name exactly one axis"),
+        ({"series": ["a", "b", "c", "d", "e"]}, "metas[0].series: must list 0 to 4 names"),
+        ({"series": ["ok", "not ok"]}, "metas[0].series[1]: must be 1 to 16"),
+        ({"description": ""}, "metas[0].description: must be 1 to 64"),
+        ({"description": "d" * 65}, "metas[0].description: must be 1 to 64"),
+        ({"smooth": "yes"}, 'metas[0].smooth: must be "true" or "false"'),
+        ({"with_timestamp": 1}, 'metas[0].with_timestamp: must be "true" or "false"'),
+        ({"x": "loss"}, "metas[0].x: 'loss' is also a line"),
+    ],
+)
+def test_each_rule_names_its_field(changes: dict[str, Any], expected: str) -> None:
+    found = problems_of(meta(**changes), meta(name="fine"))
+    assert any(problem.startswith(expected) for problem in found), found
+    assert [
+        chart.name
+        for chart in parse_meta(json.dumps({"metas": [meta(**changes), meta(name="fine")]})).charts
+    ] == ["fine"]
+
+
+def test_edges_that_hold() -> None:
+    assert problems_of(meta(name="x" * 16, description="d" * 64, smooth=True)) == []
+    assert problems_of(meta(name="一二三四五六七八九十一二三四五六")) == []
+
+
+def test_whole_file_problems() -> None:
+    seven = [meta(name=f"c{n}") for n in range(7)]
+    parsed = parse_meta(json.dumps({"metas": seven}))
+    assert len(parsed.charts) == 6
+    assert [str(p) for p in parsed.problems] == [
+        "metas: at most 6 charts; the 1 after the sixth are not shown"
+    ]
+    twice = parse_meta(json.dumps({"metas": [meta(), meta(description="again")]}))
+    assert [c.description for c in twice.charts] == ["training loss"]
+    assert str(twice.problems[0]) == "metas[1].name: 'loss' is declared twice"
+    assert str(parse_meta("{not json").problems[0]).startswith("metrics.json: is not valid JSON")
+    assert str(parse_meta("[]").problems[0]) == "metrics.json: must be a JSON object"
+    assert str(parse_meta('{"metas": 3}').problems[0]) == "metas: must be a list of charts"
+    assert str(parse_meta('{"metas": [3]}').problems[0]) == "metas[0]: must be an object"
