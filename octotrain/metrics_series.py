@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from array import array
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,14 +26,19 @@ class ChartColumns:
     """What has been read of one chart's data file so far."""
 
     chart: ChartMeta
-    x: list[float] = field(default_factory=list)
-    lines: dict[str, list[float]] = field(default_factory=dict)
-    timestamps: list[float] = field(default_factory=list)
+    # Packed doubles (8 bytes a value, read by numpy without a copy): a million points of a
+    # chart stay a few dozen megabytes in the api-server.
+    x: array[float] = field(default_factory=lambda: array("d"))
+    lines: dict[str, array[float]] = field(default_factory=dict)
+    timestamps: array[float] = field(default_factory=lambda: array("d"))
     skipped: int = 0
     consumed: int = 0  # bytes of the file parsed (up to the last complete line)
 
     def __post_init__(self) -> None:
-        self.lines = {name: [] for name in self.chart.lines}
+        self.lines = {name: array("d") for name in self.chart.lines}
+
+    def column(self, values: array[float]) -> np.ndarray:
+        return np.frombuffer(values, dtype=np.float64) if len(values) else np.empty(0)
 
     def feed(self, data: bytes) -> None:
         """Parse ``data``, the file's bytes from ``consumed`` on; a last line without its

@@ -1,0 +1,166 @@
+"""The door to a run's metrics and resource samples: the node's folder in the run folder while
+the local launcher runs it, else the object store (synced live by a pod's sidecar, collected
+after the run).
+
+Chart data is parsed once per api-server process and then only what was appended since
+(``ChartColumns`` remembers where it stopped): a live chart that refreshes every few seconds
+costs the new points, not the whole file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hooks.object_store import default_object_store
+from octotrain.catalog.models import Run
+from octotrain.contracts import METRICS_META_FILE
+from octotrain.errors import NotFound
+from octotrain.metrics_meta import ChartMeta, MetricsMeta, parse_meta
+from octotrain.metrics_series import ChartColumns
+from octotrain.run_layout import RunLayout
+from octotrain.settings import get_settings
+from octotrain.storage import ObjectNotFound, ObjectStore
+
+CACHED_CHARTS = 32
+# (where the file is, its x, its drawn lines) → what was read of it
+_cache: OrderedDict[tuple[str, str, tuple[str, ...]], ChartColumns] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+@dataclass
+class ResourceSamples:
+    """One node's samples as columns: ``cpu_percent``, ``memory_percent``, ``memory_bytes``,
+    and per GPU ``gpu<N>_utilization_percent`` and ``gpu<N>_memory_percent``."""
+
+    timestamps: list[float] = field(default_factory=list)
+    columns: dict[str, list[float]] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)  # packages absent from the image
+    skipped: int = 0
+
+
+class RunMetrics:
+    def __init__(self, layout: RunLayout, store: ObjectStore, nodes: list[str]) -> None:
+        self.layout, self.store, self.nodes = layout, store, nodes
+
+    def check_node(self, node: str) -> None:
+        if node not in self.nodes:
+            raise NotFound(f"the run has no node {node!r}; it has {', '.join(self.nodes)}")
+
+    def meta(self, node: str) -> MetricsMeta | None:
+        """The node's judged meta file; None while it has written none."""
+        self.check_node(node)
+        data = self._read(self._metrics_key(node, METRICS_META_FILE),
+                          self._folder(node) / METRICS_META_FILE)  # fmt: skip
+        return None if data is None else parse_meta(data)
+
+    def chart(self, node: str, name: str) -> ChartColumns:
+        """The points of chart ``name``, declared valid in the node's meta file."""
+        meta = self.meta(node)
+        chart = meta.chart(name) if meta else None
+        if chart is None:
+            raise NotFound(f"node {node} has no valid chart {name!r}")
+        return self.columns(node, chart)
+
+    def columns(self, node: str, chart: ChartMeta) -> ChartColumns:
+        """Every point of ``chart`` so far, reading only what was appended since last time."""
+        local = self._folder(node) / f"{chart.name}.jsonl"
+        key = self._metrics_key(node, f"{chart.name}.jsonl")
+        where = str(local) if local.is_file() else f"{self.store.url}|{key}"
+        cache_key = (where, chart.x, tuple(chart.lines))
+        with _cache_lock:
+            columns = _cache.pop(cache_key, None) or ChartColumns(chart)
+            columns.chart = chart  # as declared now (a description may have changed)
+            size = self._size(local, key)
+            if size < columns.consumed:  # rewritten from the start
+                columns = ChartColumns(chart)
+            if size > columns.consumed:
+                columns.feed(self._range(local, key, columns.consumed, size))
+            _cache[cache_key] = columns
+            while len(_cache) > CACHED_CHARTS:
+                _cache.popitem(last=False)
+            return columns
+
+    def resources(self, node: str) -> ResourceSamples:
+        self.check_node(node)
+        data = self._read(f"{self.layout.object_prefix}/resources/{node}.jsonl",
+                          self.layout.resources_path(node)) or b""  # fmt: skip
+        samples = ResourceSamples()
+        for row in data.split(b"\n"):
+            if row.strip():
+                _add_sample(samples, row)
+        return samples
+
+    def _folder(self, node: str) -> Path:
+        return self.layout.node_folders(node).metrics
+
+    def _metrics_key(self, node: str, name: str) -> str:
+        return f"{self.layout.object_prefix}/metrics/{node}/{name}"
+
+    def _read(self, key: str, local: Path) -> bytes | None:
+        if local.is_file():
+            return local.read_bytes()
+        try:
+            size = self.store.stat(key).size
+        except ObjectNotFound:
+            return None
+        return self.store.read_range(key, 0, size)
+
+    def _size(self, local: Path, key: str) -> int:
+        if local.is_file():
+            return local.stat().st_size
+        try:
+            return self.store.stat(key).size
+        except ObjectNotFound:
+            return 0
+
+    def _range(self, local: Path, key: str, start: int, end: int) -> bytes:
+        if local.is_file():
+            with local.open("rb") as handle:
+                return os.pread(handle.fileno(), end - start, start)
+        return self.store.read_range(key, start, end)
+
+
+def metrics_of(run: Run, store: ObjectStore | None = None) -> RunMetrics:
+    """The metrics of a catalog run, where this machine's settings say they are."""
+    plan = run.plan or {}
+    layout = RunLayout(get_settings().runs_dir, run.task_id, plan.get("run_key", "none"))
+    return RunMetrics(layout, store or default_object_store(), list(plan.get("node_indices", [])))
+
+
+def _add_sample(samples: ResourceSamples, row: bytes) -> None:
+    try:
+        sample = json.loads(row)
+    except ValueError:
+        samples.skipped += 1  # a torn last line
+        return
+    if not isinstance(sample, dict):
+        samples.skipped += 1
+        return
+    if isinstance(sample.get("missing"), list):
+        samples.missing = [str(name) for name in sample["missing"]]
+        return
+    values = {name: sample.get(name) for name in ("cpu_percent", "memory_percent", "memory_bytes")}
+    for gpu in sample.get("gpus") or []:
+        if isinstance(gpu, dict):
+            for metric in ("utilization_percent", "memory_percent"):
+                values[f"gpu{gpu.get('index')}_{metric}"] = gpu.get(metric)
+    samples.timestamps.append(_number(sample.get("timestamp")))
+    count = len(samples.timestamps)
+    for name, value in values.items():
+        column = samples.columns.setdefault(name, [math.nan] * (count - 1))
+        column.append(_number(value))
+    for column in samples.columns.values():  # a GPU that was not sampled this time: a gap
+        if len(column) < count:
+            column.append(math.nan)
+
+
+def _number(value: object) -> float:
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return math.nan

@@ -1,0 +1,221 @@
+"""A run's training metrics and resource usage over REST, for the charts.
+
+Metrics: the judged meta file of a node (its valid charts and the exact problems of the rest),
+one chart's points cut to about ``points`` per line by a peak-preserving downsampling (or only
+the points after ``after``, for a live chart's refresh), and the raw points as CSV. Resources:
+one node's samples (CPU, memory, each GPU), and which collector packages its image lacks.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Iterator
+from typing import Annotated
+from urllib.parse import quote
+
+import numpy as np
+from fastapi import APIRouter, Path, Query
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel
+
+from hooks.catalog import default_catalog
+from hooks.run_metrics import RunMetrics, metrics_of
+from octotrain.errors import FieldProblem
+from octotrain.metrics_series import DEFAULT_POINTS, ChartColumns, peak_preserving_indices
+from octotrain.tasks import ACTIVE_RUN_STATES, Tasks
+from plugins.api.auth import CurrentScope
+from plugins.api.task_routes import RunId, TaskId
+
+router = APIRouter(tags=["metrics"])
+ChartName = Annotated[str, Path(min_length=1, max_length=64)]
+Node = Annotated[str | None, Query(min_length=1, max_length=64, description="default: the first")]
+Points = Annotated[int, Query(ge=10, le=20_000)]
+CSV_ROWS = 10_000
+
+
+class ProblemView(BaseModel):
+    field: str
+    rule: str
+
+
+class ChartView(BaseModel):
+    name: str
+    x: str
+    ys: list[str]
+    series: list[str]
+    description: str
+    smooth: bool
+    with_timestamp: bool
+
+
+class MetricsView(BaseModel):
+    """The node's charts; ``problems`` says what is wrong with the meta file (charts that
+    break a rule are not in ``charts``); ``declared`` is false while there is no meta file."""
+
+    node: str
+    nodes: list[str]
+    live: bool
+    declared: bool
+    charts: list[ChartView]
+    problems: list[ProblemView]
+
+
+class SeriesView(BaseModel):
+    """Points of one chart: ``x``, each drawn line (``null``: a gap), ``timestamps`` when
+    written. ``total`` points exist; ``downsampled`` when fewer are returned. Refresh with
+    ``after=last`` for what was appended since."""
+
+    name: str
+    total: int
+    downsampled: bool
+    skipped: int
+    x: list[float]
+    lines: dict[str, list[float | None]]
+    timestamps: list[float | None] | None
+    last: int
+
+
+class ResourcesView(BaseModel):
+    node: str
+    nodes: list[str]
+    live: bool
+    missing: list[str]
+    skipped: int
+    timestamps: list[float | None]
+    columns: dict[str, list[float | None]]
+
+
+def _metrics(task_id: int, run_id: int, scope: CurrentScope) -> tuple[RunMetrics, bool]:
+    with default_catalog().session() as session:
+        run = Tasks(session, scope).run(task_id, run_id)
+        return metrics_of(run), run.state in ACTIVE_RUN_STATES
+
+
+def _node(metrics: RunMetrics, node: str | None) -> str:
+    chosen = node or (metrics.nodes[0] if metrics.nodes else "single-0")
+    metrics.check_node(chosen)
+    return chosen
+
+
+@router.get("/tasks/{task_id}/runs/{run_id}/metrics", summary="The charts a node declared")
+def list_charts(
+    task_id: TaskId, run_id: RunId, scope: CurrentScope, node: Node = None
+) -> MetricsView:
+    metrics, live = _metrics(task_id, run_id, scope)
+    chosen = _node(metrics, node)
+    meta = metrics.meta(chosen)
+    return MetricsView(
+        node=chosen,
+        nodes=metrics.nodes,
+        live=live,
+        declared=meta is not None,
+        charts=[ChartView(**vars(chart)) for chart in meta.charts] if meta else [],
+        problems=[_problem(problem) for problem in meta.problems] if meta else [],
+    )
+
+
+@router.get(
+    "/tasks/{task_id}/runs/{run_id}/metrics/{name}",
+    summary="One chart's points, downsampled to about `points` per line (peaks kept)",
+)
+def chart_points(
+    task_id: TaskId,
+    run_id: RunId,
+    name: ChartName,
+    scope: CurrentScope,
+    node: Node = None,
+    points: Points = DEFAULT_POINTS,
+    after: Annotated[int, Query(ge=0, description="only points after the first `after`")] = 0,
+) -> SeriesView:
+    metrics, _ = _metrics(task_id, run_id, scope)
+    columns = metrics.chart(_node(metrics, node), name)
+    chart = columns.chart
+    total = columns.count
+    lines = {line: columns.column(values)[after:] for line, values in columns.lines.items()}
+    kept = peak_preserving_indices(list(lines.values()), points)
+    stamps = columns.column(columns.timestamps)[after:]
+    return SeriesView(
+        name=chart.name,
+        total=total,
+        downsampled=len(kept) < total - after,
+        skipped=columns.skipped,
+        x=columns.column(columns.x)[after:][kept].tolist(),
+        lines={line: _gaps(values[kept]) for line, values in lines.items()},
+        timestamps=_gaps(stamps[kept]) if chart.with_timestamp else None,
+        last=total,
+    )
+
+
+@router.get(
+    "/tasks/{task_id}/runs/{run_id}/metrics/{name}/csv",
+    summary="One chart's raw points as CSV (never downsampled)",
+    response_class=StreamingResponse,
+)
+def chart_csv(
+    task_id: TaskId, run_id: RunId, name: ChartName, scope: CurrentScope, node: Node = None
+) -> StreamingResponse:
+    metrics, _ = _metrics(task_id, run_id, scope)
+    chosen = _node(metrics, node)
+    columns = metrics.chart(chosen, name)
+    filename = f"task-{task_id}-run-{run_id}-{chosen}-{name}.csv"
+    return StreamingResponse(
+        _csv_rows(columns),
+        media_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": f"attachment; filename*=UTF-8''{quote(filename, safe='')}"},
+    )
+
+
+@router.get("/tasks/{task_id}/runs/{run_id}/resources", summary="A node's resource usage")
+def resources(
+    task_id: TaskId, run_id: RunId, scope: CurrentScope, node: Node = None,
+    points: Points = DEFAULT_POINTS,
+) -> ResourcesView:  # fmt: skip
+    metrics, live = _metrics(task_id, run_id, scope)
+    chosen = _node(metrics, node)
+    samples = metrics.resources(chosen)
+    columns = {name: np.array(values) for name, values in samples.columns.items()}
+    kept = peak_preserving_indices(list(columns.values()), points) if columns else np.arange(0)
+    return ResourcesView(
+        node=chosen,
+        nodes=metrics.nodes,
+        live=live,
+        missing=samples.missing,
+        skipped=samples.skipped,
+        timestamps=_gaps(np.array(samples.timestamps)[kept]) if columns else [],
+        columns={name: _gaps(values[kept]) for name, values in columns.items()},
+    )
+
+
+def _problem(problem: FieldProblem) -> ProblemView:
+    return ProblemView(field=problem.field, rule=problem.rule)
+
+
+def _gaps(values: np.ndarray) -> list[float | None]:
+    return [None if math.isnan(value) else value for value in values.tolist()]
+
+
+def _csv_rows(columns: ChartColumns) -> Iterator[str]:
+    chart = columns.chart
+    header = [chart.x, *chart.lines] + (["timestamp"] if chart.with_timestamp else [])
+    data = [columns.x, *columns.lines.values()] + (
+        [columns.timestamps] if chart.with_timestamp else []
+    )
+    count = columns.count
+    for start in range(0, count + 1, CSV_ROWS):
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        if start == 0:
+            writer.writerow(header)
+        for index in range(start, min(start + CSV_ROWS, count)):
+            writer.writerow([_text(column[index]) for column in data])
+        yield buffer.getvalue()
+
+
+def _text(value: float) -> str:
+    """A number as it was written: ``4321`` for a whole number, the shortest repr otherwise,
+    nothing for a gap."""
+    if math.isnan(value):
+        return ""
+    return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
