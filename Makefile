@@ -18,8 +18,12 @@ bench: sync ## the benchmarks of bench/, each printing ratios to a baseline of t
 	$(UV) run python -m bench.pods
 	$(UV) run python -m bench.logs
 
-sync: uv
+sync: uv plugins/ui/node_modules/.package-lock.json
 	$(UV) sync --frozen
+
+# The pages' front-end packages (ECharts), pinned by the lock file, served by the plugin.
+plugins/ui/node_modules/.package-lock.json: plugins/ui/package-lock.json
+	npm ci --prefix plugins/ui --no-audit --no-fund --loglevel=error
 
 uv:
 	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || \

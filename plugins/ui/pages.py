@@ -25,7 +25,15 @@ from octotrain.tasks import ACTIVE_RUN_STATES, Tasks
 from plugins.api.auth import CurrentScope
 
 HERE = Path(__file__).parent
-STATIC_FILES = {"logs.js": "text/javascript", "pages.css": "text/css"}
+STATIC = HERE / "static"
+# name → (file, media type); ECharts comes from npm (plugins/ui/package-lock.json, `make sync`)
+STATIC_FILES = {
+    "logs.js": (STATIC / "logs.js", "text/javascript"),
+    "charts.js": (STATIC / "charts.js", "text/javascript"),
+    "smoothing.js": (STATIC / "smoothing.js", "text/javascript"),
+    "pages.css": (STATIC / "pages.css", "text/css"),
+    "echarts.min.js": (HERE / "node_modules/echarts/dist/echarts.min.js", "text/javascript"),
+}
 _templates = jinja2.Environment(
     loader=jinja2.FileSystemLoader(HERE / "templates"),
     autoescape=True,
@@ -65,4 +73,7 @@ def static_file(name: str) -> FileResponse:
     """The pages' own script and style (no CDN: nothing leaves the Airflow server)."""
     if name not in STATIC_FILES:
         raise NotFound(f"no static file {name!r}")
-    return FileResponse(HERE / "static" / name, media_type=STATIC_FILES[name])
+    path, media_type = STATIC_FILES[name]
+    if not path.is_file():
+        raise NotFound(f"{name} is not installed: run `make sync` (npm ci in plugins/ui)")
+    return FileResponse(path, media_type=media_type, headers={"Cache-Control": "max-age=3600"})
