@@ -21,6 +21,7 @@ MAX_DESCRIPTION = 64
 # 1-16 of CJK ideographs (with extension A and the compatibility block), letters, digits, - and _
 NAME = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaffA-Za-z0-9_-]{1,16}")
 NAME_RULE = "must be 1 to 16 of CJK characters, letters, digits, - and _"
+SHOWN_CHARS = 40
 FLAGS = {"true": True, "false": False, True: True, False: False}
 
 
@@ -64,12 +65,12 @@ def parse_meta(text: str | bytes) -> MetricsMeta:
     if not isinstance(metas, list):
         return MetricsMeta(problems=[FieldProblem("metas", "must be a list of charts")])
     if len(metas) > MAX_CHARTS:
+        left_out = [
+            _shown(meta.get("name") if isinstance(meta, dict) else meta)
+            for meta in metas[MAX_CHARTS:]
+        ]
         problems.append(
-            FieldProblem(
-                "metas",
-                f"at most {MAX_CHARTS} charts; the {len(metas) - MAX_CHARTS} "
-                "after the sixth are not shown",
-            )
+            FieldProblem("metas", f"at most {MAX_CHARTS} charts; not shown: {', '.join(left_out)}")
         )
     charts: list[ChartMeta] = []
     for index, meta in enumerate(metas[:MAX_CHARTS]):
@@ -91,7 +92,7 @@ def _chart(meta: Any, where: str) -> tuple[ChartMeta | None, list[FieldProblem]]
 
     def name(key: str, value: Any) -> str:
         if not isinstance(value, str) or NAME.fullmatch(value) is None:
-            problems.append(FieldProblem(f"{where}.{key}", NAME_RULE))
+            problems.append(FieldProblem(f"{where}.{key}", f"{_shown(value)} {NAME_RULE}"))
             return ""
         return value
 
@@ -133,3 +134,11 @@ def _flag(meta: dict[str, Any], key: str, where: str, problems: list[FieldProble
         return FLAGS[value]
     problems.append(FieldProblem(f"{where}.{key}", 'must be "true" or "false" (or a boolean)'))
     return False
+
+
+def _shown(value: Any) -> str:
+    """A refused value as the problem quotes it (cut short: the file may hold anything)."""
+    if value is None:
+        return "(missing)"
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS]}…"

@@ -21,9 +21,10 @@ class OctotrainPlugin(AirflowPlugin):
     # Tabs on a DAG run's page, embedded by Airflow's UI; Airflow fills in the ids.
     external_views: ClassVar[list[dict[str, Any]]] = [
         {
-            "name": "Logs",
-            "href": f"{URL_PREFIX}/ui/dags/{{DAG_ID}}/runs/{{RUN_ID}}/logs",
+            "name": name.title(),
+            "href": f"{URL_PREFIX}/ui/dags/{{DAG_ID}}/runs/{{RUN_ID}}/{name}",
             "destination": "dag_run",
-            "url_route": "octotrain-logs",
+            "url_route": f"octotrain-{name}",
         }
+        for name in ("metrics", "resources", "logs")
     ]

@@ -2,8 +2,9 @@
 the REST API (``plugins/api``) with the user's Airflow session cookie, so that every page and
 every call behind it requires Airflow's auth, as the API does.
 
-``/ui/dags/{dag_id}/runs/{run_id}/logs`` is the "Logs" tab of a DAG run of a training task
-(``external_views`` in ``plugins/octotrain_plugin.py``): Airflow fills in the ids.
+``/ui/dags/{dag_id}/runs/{run_id}/logs``, ``…/metrics`` and ``…/resources`` are the "Logs",
+"Metrics" and "Resources" tabs of a DAG run of a training task (``external_views`` in
+``plugins/octotrain_plugin.py``): Airflow fills in the ids.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from fastapi.responses import FileResponse, HTMLResponse
 from sqlalchemy import select
 
 from hooks.catalog import default_catalog
+from octotrain.catalog.access import Scope
 from octotrain.catalog.models import Run
 from octotrain.contracts import task_id_from_dag_id
 from octotrain.errors import NotFound
@@ -44,10 +46,10 @@ AirflowId = Annotated[str, PathParameter(min_length=1, max_length=250)]
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
 
-@router.get("/dags/{dag_id}/runs/{run_id}/logs", response_class=HTMLResponse)
-def logs_page(
-    dag_id: AirflowId, run_id: AirflowId, request: Request, scope: CurrentScope
+def _run_page(
+    template: str, dag_id: str, run_id: str, request: Request, scope: Scope
 ) -> HTMLResponse:
+    """Page ``template`` of one run of a training task of the user's projects."""
     try:
         task_id = task_id_from_dag_id(dag_id)
     except ValueError:
@@ -59,13 +61,36 @@ def logs_page(
         ).first()
         if run is None:
             raise NotFound(f"training task '{task.name}' has no run {run_id}")
-        page = _templates.get_template("logs.html").render(
+        page = _templates.get_template(template).render(
             root=request.scope.get("root_path", ""),
             task=task,
             run=run,
             live=run.state in ACTIVE_RUN_STATES,
         )
     return HTMLResponse(page)
+
+
+@router.get("/dags/{dag_id}/runs/{run_id}/logs", response_class=HTMLResponse)
+def logs_page(
+    dag_id: AirflowId, run_id: AirflowId, request: Request, scope: CurrentScope
+) -> HTMLResponse:
+    return _run_page("logs.html", dag_id, run_id, request, scope)
+
+
+@router.get("/dags/{dag_id}/runs/{run_id}/metrics", response_class=HTMLResponse)
+def metrics_page(
+    dag_id: AirflowId, run_id: AirflowId, request: Request, scope: CurrentScope
+) -> HTMLResponse:
+    """Up to six charts of the training's metrics, live while it runs."""
+    return _run_page("metrics.html", dag_id, run_id, request, scope)
+
+
+@router.get("/dags/{dag_id}/runs/{run_id}/resources", response_class=HTMLResponse)
+def resources_page(
+    dag_id: AirflowId, run_id: AirflowId, request: Request, scope: CurrentScope
+) -> HTMLResponse:
+    """CPU, memory and GPU usage of each node."""
+    return _run_page("resources.html", dag_id, run_id, request, scope)
 
 
 @router.get("/static/{name}")

@@ -39,17 +39,18 @@ def test_a_valid_file_gives_its_charts() -> None:
 @pytest.mark.parametrize(
     ("changes", "expected"),
     [
-        ({"name": "x" * 17}, "metas[0].name: must be 1 to 16"),
-        ({"name": ""}, "metas[0].name: must be 1 to 16"),
-        ({"name": "has space"}, "metas[0].name: must be 1 to 16"),
-        ({"name": "<script>"}, "metas[0].name: must be 1 to 16"),
-        ({"x": None}, "metas[0].x: must be 1 to 16"),
+        ({"name": "x" * 17}, f'metas[0].name: "{"x" * 17}" must be 1 to 16'),
+        ({"name": ""}, 'metas[0].name: "" must be 1 to 16'),
+        ({"name": "has space"}, 'metas[0].name: "has space" must be 1 to 16'),
+        ({"name": "<script>"}, 'metas[0].name: "<script>" must be 1 to 16'),
+        ({"name": "y" * 50}, f'metas[0].name: "{"y" * 39}… must be 1 to 16'),
+        ({"x": None}, "metas[0].x: (missing) must be 1 to 16"),
         ({"ys": []}, "metas[0].ys: must list 1 to 2 names"),
         ({"ys": ["a", "b", "c"]}, "metas[0].ys: must list 1 to 2 names"),
         ({"ys": ["a", "a"]}, "metas[0].ys: names must differ"),
         ({"ys": ["a", "b"], "series": ["s"]}, "metas[0].ys: must name exactly one axis"),
         ({"series": ["a", "b", "c", "d", "e"]}, "metas[0].series: must list 0 to 4 names"),
-        ({"series": ["ok", "not ok"]}, "metas[0].series[1]: must be 1 to 16"),
+        ({"series": ["ok", "not ok"]}, 'metas[0].series[1]: "not ok" must be 1 to 16'),
         ({"description": ""}, "metas[0].description: must be 1 to 64"),
         ({"description": "d" * 65}, "metas[0].description: must be 1 to 64"),
         ({"smooth": "yes"}, 'metas[0].smooth: must be "true" or "false"'),
@@ -75,9 +76,7 @@ def test_whole_file_problems() -> None:
     seven = [meta(name=f"c{n}") for n in range(7)]
     parsed = parse_meta(json.dumps({"metas": seven}))
     assert len(parsed.charts) == 6
-    assert [str(p) for p in parsed.problems] == [
-        "metas: at most 6 charts; the 1 after the sixth are not shown"
-    ]
+    assert [str(p) for p in parsed.problems] == ['metas: at most 6 charts; not shown: "c6"']
     twice = parse_meta(json.dumps({"metas": [meta(), meta(description="again")]}))
     assert [c.description for c in twice.charts] == ["training loss"]
     assert str(twice.problems[0]) == "metas[1].name: 'loss' is declared twice"
