@@ -1,0 +1,187 @@
+"""Benchmark: the Metrics page on a run whose six charts hold 1,000,000 points each.
+
+- the downsampled chart API (``GET …/metrics/<chart>``, about 2,000 points a line, peaks kept):
+  response time on the first request (the file parsed) and then (only appended bytes parsed),
+  and its size; goal ≤ 300 ms;
+- the raw series of the same chart (``GET …/metrics/<chart>/csv``, every point): the baseline;
+- the page with its six charts in headless Debian chromium, from navigation to six drawn
+  charts, and one zoom redrawn; goal ≤ 1.5 s.
+
+The API is served by uvicorn on 127.0.0.1 with an Airflow token, as Airflow's api-server
+serves it.
+
+    uv run python -m bench.charts [--points 1000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from bench.task_create import _prepare_airflow, build_catalog, served_api
+
+CHARTS = [
+    {"name": "loss", "x": "step", "ys": ["loss", "lr"], "description": "loss and lr",
+     "smooth": "true", "with_timestamp": "true"},
+    {"name": "per-class", "x": "step", "ys": ["f1"], "series": ["a", "b", "c", "d"],
+     "description": "F1 by class"},
+    *({"name": f"metric-{n}", "x": "step", "ys": ["value"], "description": f"metric {n}"}
+      for n in range(4)),
+]  # fmt: skip
+RUN_ID = "manual__bench-charts"
+# Debian's chromium, headless (never a browser Playwright downloads)
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+
+
+def write_points(path: Path, chart: dict, count: int) -> None:
+    lines = chart.get("series") or chart["ys"]
+    with path.open("w") as out:
+        for start in range(0, count, 100_000):
+            block = []
+            for step in range(start, min(count, start + 100_000)):
+                row = {"step": step, "timestamp": 1.7e9 + step}
+                for number, line in enumerate(lines):
+                    row[line] = round(math.sin(step / 5000 + number) + (step % 97) / 500, 6)
+                block.append(json.dumps(row))
+            out.write("\n".join(block) + "\n")
+
+
+def setup(root: Path, points: int) -> tuple[int, int]:
+    from hooks.catalog import CatalogHook
+    from octotrain.catalog.access import Scope
+    from octotrain.catalog.models import Run, RunState
+    from octotrain.planning import run_key
+    from octotrain.run_layout import RunLayout
+    from octotrain.tasks import Tasks
+
+    url = os.environ["OCTOTRAIN_CATALOG_URL"]
+    document = build_catalog(url, root)
+    catalog = CatalogHook(url)
+    with catalog.session() as session:
+        task = Tasks(session, Scope.administrator("bench")).create(
+            document | {"name": "charts", "node_count": 1}
+        )
+        run = Run(task_id=task.id, airflow_run_id=RUN_ID, state=RunState.SUCCESS, node_count=1,
+                  plan={"run_key": run_key(RUN_ID), "node_indices": ["single-0"]})  # fmt: skip
+        session.add(run)
+        session.flush()
+        ids = task.id, run.id
+    catalog.dispose()
+    layout = RunLayout(root / "state" / "runs", ids[0], run_key(RUN_ID))
+    folder = layout.node_folders("single-0").metrics
+    folder.mkdir(parents=True)
+    (folder / "metrics.json").write_text(json.dumps({"id": str(ids[0]), "metas": CHARTS}))
+    for chart in CHARTS:
+        write_points(folder / f"{chart['name']}.jsonl", chart, points)
+    return ids
+
+
+def seconds(action, repeat: int = 1) -> float:  # type: ignore[no-untyped-def]
+    samples = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        action()
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples)
+
+
+ZOOM = """() => new Promise((done) => {
+    const c = echarts.getInstanceByDom(document.querySelector('[data-chart=loss] .plot'));
+    c.on('finished', () => done());
+    c.dispatchAction({type: 'dataZoom', start: 40, end: 60});
+})"""
+
+
+def page_seconds(base: str, token: str, task_id: int) -> tuple[float, float]:
+    from urllib.parse import quote
+
+    from playwright.sync_api import sync_playwright
+
+    from octotrain.contracts import dag_id_for
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        context.add_cookies([{"name": "_token", "value": token, "url": base}])
+        page = context.new_page()
+        drawn = """() => { const plots = [...document.querySelectorAll('.chart-card .plot')];
+            return plots.length === 6 && plots.every((p) => { const c = echarts.getInstanceByDom(p);
+            return c && c.getOption() && c.getOption().series.length > 0; }); }"""
+        started = time.perf_counter()
+        page.goto(f"{base}/ui/dags/{dag_id_for(task_id)}/runs/{quote(RUN_ID)}/metrics")
+        page.wait_for_function(drawn, timeout=60_000)
+        loaded = time.perf_counter() - started
+        started = time.perf_counter()
+        page.evaluate(ZOOM)
+        zoom = time.perf_counter() - started
+        browser.close()
+    return loaded, zoom
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--points", type=int, default=1_000_000)
+    points = parser.parse_args().points
+    with tempfile.TemporaryDirectory(prefix="octotrain-bench-charts-") as scratch:
+        root = Path(scratch)
+        _prepare_airflow(root / "airflow")
+        os.environ["OCTOTRAIN_STATE_DIR"] = str(root / "state")
+        os.environ["OCTOTRAIN_CATALOG_URL"] = f"sqlite:///{root / 'catalog.db'}"
+        os.environ["OCTOTRAIN_OBJECT_STORE_URL"] = f"file://{root / 'objects'}"
+        from airflow.api_fastapi.app import create_auth_manager
+        from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+
+        from hooks.local_process import free_port
+
+        task_id, run_id = setup(root, points)
+        token = create_auth_manager().generate_jwt(
+            SimpleAuthManagerUser(username="bench", role="admin")
+        )
+        base_path = f"/api/v1/tasks/{task_id}/runs/{run_id}/metrics/loss"
+        with (
+            served_api(free_port()) as base,
+            httpx.Client(
+                base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=120
+            ) as client,
+        ):
+            sizes: dict[str, int] = {}
+
+            def get(path: str, label: str) -> None:
+                answer = client.get(path)
+                answer.raise_for_status()
+                sizes[label] = len(answer.content)
+
+            cold = seconds(lambda: get(base_path, "downsampled"))
+            warm = seconds(lambda: get(base_path, "downsampled"), 10)
+            raw = seconds(lambda: get(f"{base_path}/csv", "raw"), 3)
+            print(f"a chart of {points:,} points x 2 lines (page: 6 such charts)")
+            raw_mb, down_mb = sizes["raw"] / 1e6, sizes["downsampled"] / 1e6
+            print(f"  raw series, CSV (baseline)      {raw * 1000:9.1f} ms  {raw_mb:8.2f} MB")
+            print(
+                f"  downsampled, first request      {cold * 1000:9.1f} ms  ratio {cold / raw:5.2f}x"
+            )
+            print(f"  downsampled, then               {warm * 1000:9.1f} ms  ratio "
+                  f"{warm / raw:5.2f}x  {down_mb:6.3f} MB ({raw_mb / down_mb:.0f}x smaller)   "
+                  f"goal ≤ 300 ms: {verdict(warm <= 0.3)}")  # fmt: skip
+            first, _ = page_seconds(base, token, task_id)  # the other five charts parse now
+            again, zoom = page_seconds(base, token, task_id)
+            print(f"  page, six charts, first visit   {first:9.3f} s   (five charts parsed then)")
+            print(f"  page, six charts, drawn         {again:9.3f} s   goal ≤ 1.5 s: "
+                  f"{verdict(again <= 1.5)}; a zoom redrawn in {zoom * 1000:.0f} ms")  # fmt: skip
+
+
+def verdict(met: bool) -> str:
+    return "met" if met else "NOT met"
+
+
+if __name__ == "__main__":
+    main()
