@@ -27,4 +27,11 @@ class OctotrainPlugin(AirflowPlugin):
             "url_route": f"octotrain-{name}",
         }
         for name in ("metrics", "resources", "logs")
+    ] + [
+        {
+            "name": "Training tasks",
+            "href": f"{URL_PREFIX}/ui/tasks",
+            "destination": "nav",
+            "url_route": "octotrain-tasks",
+        }
     ]

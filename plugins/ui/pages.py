@@ -21,7 +21,8 @@ from sqlalchemy import select
 from hooks.catalog import default_catalog
 from octotrain.catalog.access import Scope
 from octotrain.catalog.models import Run
-from octotrain.contracts import task_id_from_dag_id
+from octotrain.catalog.views import RunView, TaskView
+from octotrain.contracts import dag_id_for, task_id_from_dag_id
 from octotrain.errors import NotFound
 from octotrain.tasks import ACTIVE_RUN_STATES, Tasks
 from plugins.api.auth import CurrentScope
@@ -41,6 +42,7 @@ _templates = jinja2.Environment(
     autoescape=True,
     undefined=jinja2.StrictUndefined,
 )
+RECENT_RUNS = 5
 AirflowId = Annotated[str, PathParameter(min_length=1, max_length=250)]
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
@@ -91,6 +93,21 @@ def resources_page(
 ) -> HTMLResponse:
     """CPU, memory and GPU usage of each node."""
     return _run_page("resources.html", dag_id, run_id, request, scope)
+
+
+@router.get("/tasks", response_class=HTMLResponse)
+def tasks_page(request: Request, scope: CurrentScope) -> HTMLResponse:
+    """The "Training tasks" entry of Airflow's navigation: the tasks of the user's projects,
+    by project, each with its latest runs and their Metrics, Resources and Logs tabs."""
+    with default_catalog().session() as session:
+        tasks = [
+            (TaskView.of(task), [RunView.of(run) for run in reversed(task.runs[-RECENT_RUNS:])])
+            for task in Tasks(session, scope).list()
+        ]
+    page = _templates.get_template("tasks.html").render(
+        root=request.scope.get("root_path", ""), tasks=tasks, dag_id_for=dag_id_for
+    )
+    return HTMLResponse(page)
 
 
 @router.get("/static/{name}")

@@ -66,10 +66,17 @@ def test_the_api_server_serves_the_plugin_behind_airflows_login(
     assert client.get("/octotrain/openapi.json").json()["info"]["title"] == "Octotrain"
 
 
-def test_airflow_lists_the_logs_tab_of_dag_runs(airflow_api_server: TestClient) -> None:
+def test_airflow_lists_the_run_tabs_and_the_navigation_entry(
+    airflow_api_server: TestClient,
+) -> None:
     alice = login(airflow_api_server, "alice", "alice-pw")
     plugins = airflow_api_server.get("/api/v2/plugins", headers=alice).json()["plugins"]
     (ours,) = [plugin for plugin in plugins if plugin["name"] == "octotrain"]
-    (logs,) = ours["external_views"]
-    assert logs["destination"] == "dag_run"
-    assert logs["href"] == "/octotrain/ui/dags/{DAG_ID}/runs/{RUN_ID}/logs"
+    views = {view["name"]: view for view in ours["external_views"]}
+    assert list(views) == ["Metrics", "Resources", "Logs", "Training tasks"]
+    for name in ("metrics", "resources", "logs"):
+        tab = views[name.title()]
+        assert tab["destination"] == "dag_run" and tab["url_route"] == f"octotrain-{name}"
+        assert tab["href"] == f"/octotrain/ui/dags/{{DAG_ID}}/runs/{{RUN_ID}}/{name}"
+    assert views["Training tasks"]["destination"] == "nav"
+    assert views["Training tasks"]["href"] == "/octotrain/ui/tasks"
