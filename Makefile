@@ -17,6 +17,7 @@ bench: sync ## the benchmarks of bench/, each printing ratios to a baseline of t
 	$(UV) run python -m bench.staging
 	$(UV) run python -m bench.pods
 	$(UV) run python -m bench.logs
+	$(UV) run python -m bench.charts
 
 sync: uv plugins/ui/node_modules/.package-lock.json
 	$(UV) sync --frozen
