@@ -26,9 +26,10 @@ from hooks.local_process import AGENT_DIR
 from hooks.node_cache import NodeCache
 from hooks.run_files import write_text
 from hooks.staging import StageTarget, stage_node
-from octotrain.contracts import NodeFolders, NodeLogNames
+from octotrain.contracts import METRICS_META_FILE, NodeFolders, NodeLogNames
 from octotrain.input_sources import StageSource
 from octotrain.manifests import manifest_of
+from octotrain.metrics_meta import meta_report
 from octotrain.storage import ObjectStore
 
 GIB = 1024**3
@@ -123,7 +124,12 @@ class NodeSync:
         for path in sorted(metrics.rglob("*")) if metrics.is_dir() else []:
             if path.is_file():
                 relative = path.relative_to(metrics).as_posix()
-                self._changed(path, f"{self.prefix}/metrics/{self.node_index}/{relative}")
+                key = f"{self.prefix}/metrics/{self.node_index}/{relative}"
+                before = self.sent.get(key)
+                self._changed(path, key)
+                if relative == METRICS_META_FILE and self.sent.get(key) != before:
+                    for line in meta_report(metrics):  # once each time the file changes
+                        self.note(line)
         resources = self.work / "resources.jsonl"
         if resources.is_file():
             self._changed(resources, f"{self.prefix}/resources/{self.node_index}.jsonl")

@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from octotrain.contracts import METRICS_META_FILE
 from octotrain.errors import FieldProblem
 
 MAX_CHARTS = 6
@@ -51,6 +53,23 @@ class MetricsMeta:
 
     def chart(self, name: str) -> ChartMeta | None:
         return next((chart for chart in self.charts if chart.name == name), None)
+
+
+def meta_report(folder: Path) -> list[str]:
+    """What a node's sidecar log says of its ``metrics.json``: each problem on a line; nothing
+    when the file is valid or absent."""
+    try:
+        text = (folder / METRICS_META_FILE).read_bytes()
+    except OSError:
+        return []
+    meta = parse_meta(text)
+    if not meta.problems:
+        return []
+    shown = ", ".join(chart.name for chart in meta.charts) or "none"
+    return [
+        f"metrics.json breaks {len(meta.problems)} rule(s); charts shown: {shown}",
+        *(f"  {problem}" for problem in meta.problems),
+    ]
 
 
 def parse_meta(text: str | bytes) -> MetricsMeta:

@@ -17,6 +17,7 @@ from hooks.local_process import LocalNodeProcess, NodeOutcome, RunAbortMarker
 from octotrain.abort_flags import AbortFlag
 from octotrain.contracts import parameter_arguments, training_environment
 from octotrain.exit_codes import describe_exit_code
+from octotrain.metrics_meta import meta_report
 from octotrain.run_layout import RunLayout
 from octotrain.settings import get_settings
 from operators.training_stage import TrainingStageOperator
@@ -70,6 +71,10 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
         return self._finish(layout, outcome)
 
     def _finish(self, layout: RunLayout, outcome: NodeOutcome) -> int:
+        report = meta_report(layout.node_folders(self.node_index).metrics)
+        if report:
+            with layout.log_path(layout.log_names(self.node_index).sidecar).open("a") as log:
+                log.write("".join(f"{line}\n" for line in report))
         layout.write_outcome(
             self.node_index,
             {"exit_code": outcome.exit_code, "stopped_because": outcome.stopped_because},

@@ -99,6 +99,19 @@ def test_sync_uploads_only_what_changed(store: LocalFolderStore, tmp_path: Path)
     assert read_text(store, puts[0]) == "epoch 1\nepoch 2\n"
 
 
+def test_sync_notes_the_problems_of_the_meta_file_once(
+    store: LocalFolderStore, tmp_path: Path
+) -> None:
+    work = work_folder(tmp_path)
+    sidecar = NodeSync(store, prefix=PREFIX, task_id=7, node_index="distributed-0", work=work)
+    meta = {"name": "loss", "x": "step", "ys": ["value"], "description": "loss"}
+    (work / "metrics" / "metrics.json").write_text(json.dumps({"metas": [meta, {"name": "x y"}]}))
+    sidecar.sync()
+    sidecar.sync()
+    log = (work / "logs" / "train-7-distributed-0-sidecar.log").read_text()
+    assert log.count("metrics.json breaks") == 1 and 'metas[1].name: "x y" must be' in log
+
+
 def sigterm_once(condition: Callable[[], bool]) -> threading.Thread:
     """SIGTERM this process (as Kubernetes stops a sidecar) once ``condition()`` holds."""
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from octotrain.metrics_meta import parse_meta
+from octotrain.metrics_meta import meta_report, parse_meta
 
 
 def meta(**changes: Any) -> dict[str, Any]:
@@ -84,3 +85,14 @@ def test_whole_file_problems() -> None:
     assert str(parse_meta("[]").problems[0]) == "metrics.json: must be a JSON object"
     assert str(parse_meta('{"metas": 3}').problems[0]) == "metas: must be a list of charts"
     assert str(parse_meta('{"metas": [3]}').problems[0]) == "metas[0]: must be an object"
+
+
+def test_the_sidecar_report(tmp_path: Path) -> None:
+    assert meta_report(tmp_path) == []  # no meta file yet
+    (tmp_path / "metrics.json").write_text(json.dumps({"metas": [meta(), meta(name="bad one")]}))
+    assert meta_report(tmp_path) == [
+        "metrics.json breaks 1 rule(s); charts shown: loss",
+        '  metas[1].name: "bad one" must be 1 to 16 of CJK characters, letters, digits, - and _',
+    ]
+    (tmp_path / "metrics.json").write_text(json.dumps({"metas": [meta()]}))
+    assert meta_report(tmp_path) == []
