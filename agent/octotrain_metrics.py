@@ -17,11 +17,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 
 MAX_CHARTS = 6
 MAX_SERIES = 4
+MAX_DESCRIPTION = 64
+# The manual's rule for chart, axis and series names (octotrain/metrics_meta.py judges the same)
+NAME = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaffA-Za-z0-9_-]{1,16}")
 
 
 class MetricsWriter:
@@ -52,6 +56,11 @@ class MetricsWriter:
             raise ValueError("ys must name one (left) or two (left, right) axes")
         if series and (len(series) > MAX_SERIES or len(ys) != 1):
             raise ValueError(f"series: at most {MAX_SERIES}, and then ys has exactly one axis")
+        for label in [name, x, *ys, *(series or [])]:
+            if not NAME.fullmatch(label):
+                raise ValueError(f"{label!r}: names are 1 to 16 of CJK, letters, digits, - and _")
+        if not 1 <= len(description or name) <= MAX_DESCRIPTION:
+            raise ValueError(f"description: 1 to {MAX_DESCRIPTION} characters")
         meta: dict[str, object] = {
             "name": name,
             "x": x,

@@ -5,6 +5,7 @@ import pytest
 
 from agent.octotrain_metrics import MetricsWriter
 from octotrain.metrics import chart_names, final_values, read_points
+from octotrain.metrics_meta import parse_meta
 
 
 def test_writer_follows_the_metrics_contract(tmp_path: Path) -> None:
@@ -38,12 +39,25 @@ def test_writer_refuses_what_the_manual_forbids(tmp_path: Path) -> None:
         writer.declare("c", x="x", ys=["a", "b", "c"])
     with pytest.raises(ValueError, match="series"):
         writer.declare("c", x="x", ys=["a", "b"], series=["s"])
+    with pytest.raises(ValueError, match="'train loss': names are 1 to 16"):
+        writer.declare("c", x="x", ys=["train loss"])
+    with pytest.raises(ValueError, match="description"):
+        writer.declare("c", x="x", ys=["y"], description="d" * 65)
     for number in range(6):
         writer.declare(f"c{number}", x="x", ys=["y"])
     with pytest.raises(ValueError, match="at most 6"):
         writer.declare("c7", x="x", ys=["y"])
     with pytest.raises(KeyError):
         writer.log("undeclared", x=1)
+
+
+def test_what_the_writer_declares_the_page_accepts(tmp_path: Path) -> None:
+    writer = MetricsWriter(tmp_path, task_id="7")
+    writer.declare("损失", x="step", ys=["loss", "lr"], description="loss and lr", smooth=True,
+                   with_timestamp=True)  # fmt: skip
+    writer.declare("per-class", x="epoch", ys=["f1"], series=["cat", "dog"], description="F1")
+    meta = parse_meta((tmp_path / "metrics.json").read_bytes())
+    assert meta.problems == [] and [chart.name for chart in meta.charts] == ["损失", "per-class"]
 
 
 def test_torn_and_non_numeric_lines_are_skipped_and_counted(tmp_path: Path) -> None:
