@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 SAMPLE_SECONDS = 2.0
+# The first sample comes sooner, so that a short training still shows its usage.
+FIRST_SAMPLE_SECONDS = 0.5
 
 
 def _psutil() -> Any:
@@ -77,7 +79,10 @@ class ResourceMonitor:
             return
         total = self.memory_limit or psutil.virtual_memory().total
         handles = _gpu_handles(nvml) if nvml else []
-        while not self.done.wait(self.every):
+        root.cpu_percent(None)  # the baseline the first sample's CPU % is measured from
+        wait = min(self.every, FIRST_SAMPLE_SECONDS)
+        while not self.done.wait(wait):
+            wait = self.every
             try:
                 tree = [root, *root.children(recursive=True)]
                 cpu = sum(process.cpu_percent(None) for process in tree)

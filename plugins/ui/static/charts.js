@@ -251,9 +251,12 @@ async function loadResources() {
   node = samples.node;
   live = samples.live;
   nodeSelector(samples.nodes, node, (chosen) => { node = chosen; reset(); loadResources().catch(fail); });
-  if (samples.missing.length) {
-    notice(`The image of node ${node} lacks ${samples.missing.join(" and ")}: the resource monitor needs `
-           + `them (pip install psutil pynvml).` + (samples.missing.includes("psutil") ? "" : " CPU and memory are shown."), [], true);
+  if (samples.missing.includes("psutil")) {
+    notice(`The image of node ${node} lacks psutil (pip install psutil pynvml): its resource usage `
+           + "cannot be collected.", [], true);
+  } else if (samples.missing.includes("pynvml")) {
+    notice(`The image of node ${node} lacks pynvml (pip install pynvml): GPU usage cannot be `
+           + "collected; CPU and memory are shown.", [], true);
   }
   const columns = Object.keys(samples.columns).filter((name) => name.endsWith("_percent"));
   if (!columns.length) {
