@@ -19,13 +19,13 @@ import argparse
 import json
 import math
 import os
-import statistics
 import tempfile
 import time
 from pathlib import Path
 
 import httpx
 
+from bench.pods import median_seconds
 from bench.task_create import _prepare_airflow, build_catalog, served_api
 
 CHARTS = [
@@ -83,15 +83,6 @@ def setup(root: Path, points: int) -> tuple[int, int]:
     for chart in CHARTS:
         write_points(folder / f"{chart['name']}.jsonl", chart, points)
     return ids
-
-
-def seconds(action, repeat: int = 1) -> float:  # type: ignore[no-untyped-def]
-    samples = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        action()
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples)
 
 
 ZOOM = """() => new Promise((done) => {
@@ -160,9 +151,9 @@ def main() -> None:
                 answer.raise_for_status()
                 sizes[label] = len(answer.content)
 
-            cold = seconds(lambda: get(base_path, "downsampled"))
-            warm = seconds(lambda: get(base_path, "downsampled"), 10)
-            raw = seconds(lambda: get(f"{base_path}/csv", "raw"), 3)
+            cold = median_seconds(lambda: get(base_path, "downsampled"), 1)
+            warm = median_seconds(lambda: get(base_path, "downsampled"), 10)
+            raw = median_seconds(lambda: get(f"{base_path}/csv", "raw"), 3)
             print(f"a chart of {points:,} points x 2 lines (page: 6 such charts)")
             raw_mb, down_mb = sizes["raw"] / 1e6, sizes["downsampled"] / 1e6
             print(f"  raw series, CSV (baseline)      {raw * 1000:9.1f} ms  {raw_mb:8.2f} MB")

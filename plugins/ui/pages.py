@@ -31,6 +31,7 @@ HERE = Path(__file__).parent
 STATIC = HERE / "static"
 # name → (file, media type); ECharts comes from npm (plugins/ui/package-lock.json, `make sync`)
 STATIC_FILES = {
+    "common.js": (STATIC / "common.js", "text/javascript"),
     "logs.js": (STATIC / "logs.js", "text/javascript"),
     "charts.js": (STATIC / "charts.js", "text/javascript"),
     "smoothing.js": (STATIC / "smoothing.js", "text/javascript"),

@@ -17,20 +17,6 @@ const charts = new Map();  // name → {chart, meta, data, card}
 let node = null;
 let live = page.dataset.live === "true";
 
-async function getJson(url) {
-  const answer = await fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } });
-  const body = await answer.json().catch(() => ({}));
-  if (!answer.ok) throw new Error(body.detail || `${answer.status} ${answer.statusText}`);
-  return body;
-}
-
-function element(tag, text, className) {
-  const made = document.createElement(tag);
-  if (text !== undefined) made.textContent = text;
-  if (className) made.className = className;
-  return made;
-}
-
 function notice(text, items = [], problem = false) {
   const box = element("div", text, problem ? "notice problem" : "notice");
   if (items.length) {

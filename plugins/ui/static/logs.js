@@ -18,20 +18,6 @@ const state = {
   hits: [], current: -1, more: null, query: null,
 };
 
-async function getJson(url) {
-  const answer = await fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } });
-  const body = await answer.json().catch(() => ({}));
-  if (!answer.ok) throw new Error(body.detail || `${answer.status} ${answer.statusText}`);
-  return body;
-}
-
-function element(tag, text, className) {
-  const made = document.createElement(tag);
-  if (text !== undefined) made.textContent = text;
-  if (className) made.className = className;
-  return made;
-}
-
 function size(bytes) {
   const units = ["B", "KiB", "MiB", "GiB", "TiB"];
   let value = bytes, unit = 0;
