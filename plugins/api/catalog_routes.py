@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, File, Form, Path, Response, UploadFile
+from airflow.api_fastapi.core_api.security import get_user
+from fastapi import APIRouter, Body, Depends, File, Form, Path, Response, UploadFile
 from sqlalchemy.orm import Session
 
 from hooks.catalog import default_catalog
@@ -62,7 +63,8 @@ Username = Annotated[str, Path(min_length=1, max_length=256, pattern=r"^[^\x00-\
 Document = Annotated[Any, Body()]
 Uploads = Annotated[list[UploadFile], File(description="Each part's file name is its path.")]
 
-router = APIRouter()
+# Airflow's login on every route of this file (app.py requires it router-wide too).
+router = APIRouter(dependencies=[Depends(get_user)])
 
 
 def _store_services(factory: Callable[..., Any]) -> Callable[[Session, Scope], Any]:

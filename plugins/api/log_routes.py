@@ -12,7 +12,8 @@ import re
 from datetime import UTC, datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query
+from airflow.api_fastapi.core_api.security import get_user
+from fastapi import APIRouter, Depends, Path, Query
 from fastapi.responses import FileResponse, StreamingResponse
 from pydantic import BaseModel
 
@@ -34,7 +35,8 @@ from octotrain.tasks import ACTIVE_RUN_STATES, Tasks
 from plugins.api.auth import CurrentScope
 from plugins.api.task_routes import RunId, TaskId
 
-router = APIRouter(tags=["logs"])
+# Airflow's login on every route of this file (app.py requires it router-wide too).
+router = APIRouter(tags=["logs"], dependencies=[Depends(get_user)])
 LogName = Annotated[str, Path(min_length=1, max_length=200)]
 Offset = Annotated[int | None, Query(ge=0)]
 NodeName = Annotated[str | None, Query(min_length=1, max_length=64)]

@@ -16,7 +16,8 @@ from typing import Annotated
 from urllib.parse import quote
 
 import numpy as np
-from fastapi import APIRouter, Path, Query
+from airflow.api_fastapi.core_api.security import get_user
+from fastapi import APIRouter, Depends, Path, Query
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
@@ -28,7 +29,8 @@ from octotrain.tasks import ACTIVE_RUN_STATES, Tasks
 from plugins.api.auth import CurrentScope
 from plugins.api.task_routes import RunId, TaskId
 
-router = APIRouter(tags=["metrics"])
+# Airflow's login on every route of this file (app.py requires it router-wide too).
+router = APIRouter(tags=["metrics"], dependencies=[Depends(get_user)])
 ChartName = Annotated[str, Path(min_length=1, max_length=64)]
 Node = Annotated[str | None, Query(min_length=1, max_length=64, description="default: the first")]
 Points = Annotated[int, Query(ge=10, le=20_000)]

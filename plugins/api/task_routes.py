@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Path, Query, Response
+from airflow.api_fastapi.core_api.security import get_user
+from fastapi import APIRouter, Body, Depends, Path, Query, Response
 from pydantic import BaseModel
 
 from hooks.catalog import default_catalog
@@ -22,7 +23,8 @@ TaskId = Annotated[int, Path(ge=1, le=MAX_VERSION_NUMBER)]
 RunId = Annotated[int, Path(ge=1, le=MAX_VERSION_NUMBER)]
 Document = Annotated[Any, Body()]
 
-router = APIRouter(tags=["tasks"])
+# Airflow's login on every route of this file (app.py requires it router-wide too).
+router = APIRouter(tags=["tasks"], dependencies=[Depends(get_user)])
 
 
 class TaskCheckView(BaseModel):

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Annotated
 
 import jinja2
-from fastapi import APIRouter, Request
+from airflow.api_fastapi.core_api.security import get_user
+from fastapi import APIRouter, Depends, Request
 from fastapi import Path as PathParameter
 from fastapi.responses import FileResponse, HTMLResponse
 from sqlalchemy import select
@@ -46,7 +47,8 @@ _templates = jinja2.Environment(
 RECENT_RUNS = 5
 AirflowId = Annotated[str, PathParameter(min_length=1, max_length=250)]
 
-router = APIRouter(prefix="/ui", include_in_schema=False)
+# Airflow's login on every route of this file (app.py requires it router-wide too).
+router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(get_user)])
 
 
 def _run_page(
