@@ -19,7 +19,7 @@ from hooks.object_store import default_object_store
 from octotrain.catalog.models import Run
 from octotrain.contracts import LOG_KINDS, NodeLogNames
 from octotrain.errors import NotFound
-from octotrain.run_layout import RunLayout
+from octotrain.run_layout import RunLayout, recorded_layout
 from octotrain.settings import get_settings
 from octotrain.storage import ObjectStore
 
@@ -152,9 +152,8 @@ class RunLogs:
 def run_logs_of(run: Run, store: ObjectStore | None = None) -> RunLogs:
     """The logs of a catalog run, where this machine's settings say they are. A run that has
     no plan yet (``validate`` has not recorded it) has no nodes, hence no files."""
-    plan = run.plan or {}
-    layout = RunLayout(get_settings().runs_dir, run.task_id, plan.get("run_key", "none"))
-    return RunLogs(layout, store or default_object_store(), list(plan.get("node_indices", [])))
+    layout, nodes = recorded_layout(get_settings().runs_dir, run.task_id, run.plan or {})
+    return RunLogs(layout, store or default_object_store(), nodes)
 
 
 class _Chunks:

@@ -23,7 +23,7 @@ from octotrain.contracts import METRICS_META_FILE
 from octotrain.errors import NotFound
 from octotrain.metrics_meta import ChartMeta, MetricsMeta, parse_meta
 from octotrain.metrics_series import ChartColumns
-from octotrain.run_layout import RunLayout
+from octotrain.run_layout import RunLayout, recorded_layout
 from octotrain.settings import get_settings
 from octotrain.storage import ObjectNotFound, ObjectStore
 
@@ -128,9 +128,8 @@ class RunMetrics:
 
 def metrics_of(run: Run, store: ObjectStore | None = None) -> RunMetrics:
     """The metrics of a catalog run, where this machine's settings say they are."""
-    plan = run.plan or {}
-    layout = RunLayout(get_settings().runs_dir, run.task_id, plan.get("run_key", "none"))
-    return RunMetrics(layout, store or default_object_store(), list(plan.get("node_indices", [])))
+    layout, nodes = recorded_layout(get_settings().runs_dir, run.task_id, run.plan or {})
+    return RunMetrics(layout, store or default_object_store(), nodes)
 
 
 def _add_sample(samples: ResourceSamples, row: bytes) -> None:

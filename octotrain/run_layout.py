@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from octotrain.contracts import NodeFolders, NodeLogNames
 
@@ -74,6 +75,15 @@ class RunLayout:
             return json.loads((self.outcomes_dir / f"{node_index}.json").read_text())
         except FileNotFoundError:
             return None
+
+
+def recorded_layout(
+    runs_dir: Path, task_id: int, plan: dict[str, Any]
+) -> tuple[RunLayout, list[str]]:
+    """The layout and nodes of a run from the plan ``validate`` recorded for it; a run without
+    one yet has no nodes (so no files: nothing of it exists)."""
+    layout = RunLayout(runs_dir, task_id, str(plan.get("run_key", "none")))
+    return layout, [str(node) for node in plan.get("node_indices", [])]
 
 
 def model_import_prefix(project: str, repository: str, version: int) -> str:
