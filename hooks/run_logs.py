@@ -80,9 +80,11 @@ class RunLogs:
         folder = self.layout.logs_dir
         if folder.is_dir():
             found = {
-                path.name: (path.stat().st_size, path.stat().st_mtime, "run folder")
-                for path in folder.iterdir()
-                if path.name in self._kinds and path.is_file()
+                entry.name: (stat.st_size, stat.st_mtime, "run folder")
+                for entry in os.scandir(folder)
+                if entry.name in self._kinds
+                and entry.is_file()
+                and (stat := entry.stat())  # one stat a file
             }
         else:
             found = {
