@@ -12,10 +12,11 @@ from sqlalchemy.orm import Session
 
 from cli.output import FileOption, JsonOption, load_document, reported, show, show_list
 from cli.session import catalog_session, cli_scope
+from hooks.airflow_rest import AirflowApiError, AirflowRestClient
 from hooks.catalog import CatalogHook
 from hooks.object_store import default_object_store
 from octotrain.catalog.data_caches import DataCaches, fill_waiting_caches
-from octotrain.catalog.dataset_versions import DatasetVersions
+from octotrain.catalog.dataset_versions import DatasetVersions, PublishedVersion
 from octotrain.catalog.model_versions import ModelVersions
 from octotrain.catalog.named_objects import (
     Algorithms,
@@ -35,6 +36,7 @@ from octotrain.catalog.views import (
     ProjectView,
     ResourceSpecView,
 )
+from octotrain.retraining import dataset_asset_uri, published_event_extra
 from octotrain.settings import get_settings
 
 Project = Annotated[
@@ -224,9 +226,24 @@ def import_dataset_version(
 def publish_dataset_version(
     dataset: Name, version: str, project: Project, as_json: JsonOption = False
 ) -> None:
+    """Tasks that retrain on the dataset start a run (an event of its Airflow Asset, sent
+    through Airflow's REST API once the version is published)."""
     with reported(as_json=as_json), catalog_session() as session:
-        row = _dataset_versions(session).publish(project, dataset, version)
+        row = _dataset_versions(session).publish(
+            project, dataset, version, on_published=_announce_over_rest
+        )
         show(DatasetVersionView.of(row), as_json=as_json)
+
+
+def _announce_over_rest(version: PublishedVersion) -> None:
+    uri = dataset_asset_uri(version.project, version.dataset)
+    try:
+        airflow = AirflowRestClient.from_settings(get_settings())
+        if airflow.announce_asset(uri, published_event_extra(version)):
+            typer.echo(f"retraining on {version.dataset} started in Airflow", err=True)
+    except AirflowApiError as error:
+        typer.echo(f"warning: published, but Airflow was not told ({error}); tasks that "
+                   "retrain on this dataset did not start", err=True)  # fmt: skip
 
 
 @dataset_versions_app.command("delete")

@@ -13,12 +13,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow.sdk import DAG, BaseOperator, TriggerRule, WeightRule
+from airflow.sdk import (
+    DAG,
+    AssetAny,
+    AssetOrTimeSchedule,
+    BaseOperator,
+    CronTriggerTimetable,
+    TriggerRule,
+    WeightRule,
+)
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
+from dags.run_params import run_params
 from hooks.catalog import CatalogHook
-from octotrain.catalog.models import Project, TrainingTask
+from hooks.dataset_assets import dataset_asset
+from octotrain.catalog.models import Algorithm, Project, ResourceSpec, TrainingTask
 from octotrain.contracts import dag_id_for
+from octotrain.schedules import CRON_PRESETS
 from octotrain.settings import get_settings
 from operators.archive_model import ArchiveModelOperator
 from operators.collect_logs import CollectLogsOperator
@@ -36,8 +48,27 @@ PRIORITY_WEIGHT_OFFSET = 51
 STAGE_SLOTS = 4
 
 
-def build_task_dag(task: TrainingTask, project_name: str) -> DAG:
-    """The DAG that runs training task ``task`` with the configured launcher."""
+def task_schedule(spec: dict[str, Any], project_name: str) -> Any:
+    """The DAG's schedule: none (runs are triggered), the task's cron schedule (UTC), any of its
+    retraining datasets' Assets, or either of the two."""
+    cron = spec.get("schedule")
+    timetable = CronTriggerTimetable(CRON_PRESETS.get(cron, cron), timezone="UTC") if cron else None
+    names = spec.get("retrain_on", [])
+    assets = AssetAny(*(dataset_asset(project_name, name) for name in names)) if names else None
+    if timetable is not None and assets is not None:
+        return AssetOrTimeSchedule(timetable=timetable, assets=assets)
+    return timetable or assets
+
+
+def build_task_dag(
+    task: TrainingTask,
+    project_name: str,
+    *,
+    algorithm: Algorithm | None = None,
+    resource_spec: ResourceSpec | None = None,
+) -> DAG:
+    """The DAG that runs training task ``task`` with the configured launcher; ``algorithm`` and
+    ``resource_spec`` (the task's, when they still exist) give the trigger form its fields."""
     spec: dict[str, Any] = task.spec
     node_count = int(spec.get("node_count", 1))
     on_kubernetes = get_settings().launcher == "kubernetes"
@@ -45,8 +76,9 @@ def build_task_dag(task: TrainingTask, project_name: str) -> DAG:
         dag_id=dag_id_for(task.id),
         dag_display_name=task.name,
         description=task.description or f"Octotrain training task {task.name}",
-        schedule=None,
+        schedule=task_schedule(spec, project_name),
         catchup=False,
+        params=run_params(task, algorithm, resource_spec),
         # Every node at once (a distributed job needs all its members), beside the stages.
         max_active_tasks=node_count + STAGE_SLOTS,
         tags=["octotrain", f"project:{project_name}"],
@@ -94,6 +126,21 @@ def build_all_dags(catalog_url: str | None = None) -> dict[str, DAG]:
             rows = session.execute(
                 select(TrainingTask, Project.name).join(Project).order_by(TrainingTask.id)
             ).all()
+            algorithms = _by_project_and_name(session, Algorithm)
+            specs = _by_project_and_name(session, ResourceSpec)
+            return {
+                dag_id_for(task.id): build_task_dag(
+                    task,
+                    project,
+                    algorithm=algorithms.get((task.project_id, task.spec.get("algorithm"))),
+                    resource_spec=specs.get((task.project_id, task.spec.get("resource_spec"))),
+                )
+                for task, project in rows
+            }
     finally:
         catalog.dispose()
-    return {dag_id_for(task.id): build_task_dag(task, project) for task, project in rows}
+
+
+def _by_project_and_name(session: Session, model: type) -> dict[tuple[int, str], Any]:
+    """Every row of ``model`` by (project id, name): one query for all the tasks' DAGs."""
+    return {(row.project_id, row.name): row for row in session.scalars(select(model))}

@@ -102,6 +102,17 @@ class AirflowRestClient:
         )
         return str(response.json()["dag_run_id"])
 
+    def announce_asset(self, uri: str, extra: dict[str, Any]) -> bool:
+        """Emit an event of the Asset ``uri``; False when Airflow has no such Asset (no DAG
+        is scheduled on it)."""
+        response = self._call("GET", "/api/v2/assets", params={"uri_pattern": uri})
+        found = [item for item in response.json()["assets"] if item["uri"] == uri]
+        if not found:
+            return False
+        self._call("POST", "/api/v2/assets/events", json={"asset_id": found[0]["id"],
+                                                          "extra": extra})  # fmt: skip
+        return True
+
     def run_state(self, dag_id: str, run_id: str) -> str:
         response = self._call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}")
         return str(response.json()["state"])

@@ -42,6 +42,11 @@ class InvalidQuery(InvalidInput):
     is malformed (HTTP 400), whereas ``InvalidInput`` judges a document to be saved (422)."""
 
 
+class InvalidTrigger(InvalidInput):
+    """A run's settings (its ``conf``) break a rule: nothing is started. HTTP 400, as Airflow
+    answers a conf that fails the DAG's Params."""
+
+
 class NotFound(CatalogError, LookupError):
     """The object does not exist, or it is in a project the user is not a member of (the two
     are indistinguishable on purpose: another project's objects are not disclosed)."""

@@ -12,6 +12,7 @@ from typing import Any, Literal, Self
 from pydantic import Field, StrictBool, StrictStr, model_validator
 
 from octotrain.documents import Description, Document, Number, Scalar
+from octotrain.run_settings import RUN_SETTING_NAMES
 
 PARAMETER_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$"
 ParameterType = Literal["int", "float", "bool", "string", "enum"]
@@ -31,6 +32,11 @@ class ParameterDeclaration(Document):
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
+        if self.name in RUN_SETTING_NAMES:
+            raise ValueError(
+                f"parameter name '{self.name}' is reserved for a run's own settings "
+                f"({', '.join(RUN_SETTING_NAMES)})"
+            )
         if self.type == "enum" and not self.choices:
             raise ValueError("an enum parameter needs a non-empty list of choices")
         if self.type != "enum" and self.choices:

@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from octotrain.catalog.access import Scope
-from octotrain.catalog.models import TrainingTask
+from octotrain.catalog.models import Dataset, DatasetVersion, DatasetVersionStatus, TrainingTask
 from octotrain.contracts import node_indices
+from octotrain.run_settings import with_run_settings
 from octotrain.secrets import masked
-from octotrain.task_rules import StagedInput, check_task
+from octotrain.task_rules import ResolvedTask, StagedInput, check_task
 
 # The catalog's own identity when a run re-checks its task (runs are not user requests).
 PLANNER = Scope.administrator("octotrain-planner")
@@ -90,6 +93,50 @@ def run_key(run_id: str) -> str:
     return f"{readable}-{digest}"
 
 
+def newest_published_inputs(
+    session: Session, task: TrainingTask, spec: dict[str, Any]
+) -> dict[str, Any]:
+    """``spec`` with each dataset input at its dataset's newest published version (the latest
+    created among the published ones); caches and datasets without one stay as they are."""
+    refs = spec.get("data_inputs", [])
+    names = {ref["dataset"] for ref in refs if "dataset" in ref}
+    if not names:
+        return spec
+    newest = dict(
+        session.execute(
+            select(Dataset.name, DatasetVersion.version)
+            .join(DatasetVersion.dataset)
+            .where(
+                Dataset.project_id == task.project_id,
+                Dataset.name.in_(names),
+                DatasetVersion.status == DatasetVersionStatus.PUBLISHED,
+            )
+            .order_by(DatasetVersion.id)
+        ).all()
+    )
+    inputs = [
+        ref | {"version": newest[ref["dataset"]]} if ref.get("dataset") in newest else ref
+        for ref in refs
+    ]
+    return spec | {"data_inputs": inputs}
+
+
+def resolve_run(
+    session: Session,
+    task: TrainingTask,
+    *,
+    conf: Mapping[str, Any] | None = None,
+    newest_data: bool = False,
+) -> ResolvedTask:
+    """The task as one run uses it: the saved document with the run's settings (``conf``) and,
+    for runs that start by themselves (``newest_data``), the newest published data; judged by
+    every rule against the catalog as it is now."""
+    document = with_run_settings(task.spec, conf or {})
+    if newest_data:
+        document = newest_published_inputs(session, task, document)
+    return check_task(session, PLANNER, document, current=task)
+
+
 def build_run_plan(
     session: Session,
     task: TrainingTask,
@@ -98,9 +145,13 @@ def build_run_plan(
     master_addr: str,
     master_port: int,
     triggered_by: str,
+    conf: Mapping[str, Any] | None = None,
+    trigger: str = "manual",
+    newest_data: bool = False,
 ) -> RunPlan:
-    """Check ``task`` against the catalog as it is now; raise with every broken rule."""
-    resolved = check_task(session, PLANNER, task.spec, current=task)
+    """Check ``task`` (with the run's ``conf``) against the catalog as it is now; raise with
+    every broken rule. ``trigger`` is how the run started (Airflow's run type)."""
+    resolved = resolve_run(session, task, conf=conf, newest_data=newest_data)
     spec = resolved.spec
     algorithm = resolved.algorithm
     return RunPlan(
@@ -138,6 +189,7 @@ def build_run_plan(
             "task": {"id": task.id, "name": task.name},
             "run_id": run_id,
             "triggered_by": triggered_by,
+            "trigger": trigger,
             "algorithm": {"name": algorithm.name, "image": algorithm.image},
             "parameters": masked(resolved.parameters),
             "env": masked(resolved.env),

@@ -139,6 +139,7 @@ class _CatalogRules:
         data_inputs = self._data_inputs(project, algorithm)
         mounts = self._mounts(project, algorithm, spec)
         input_models = self._input_models(project)
+        self._retrain_on(project, algorithm)
         self._distinct_folders("data_inputs", data_inputs)
         self._distinct_folders("input_models", input_models)
         self._distinct_folders("mounts", mounts)
@@ -262,13 +263,13 @@ class _CatalogRules:
                 )
         return {name: str(value) for name, value in algorithm.env.items()} | given
 
-    def _datasets(self, project: Project, refs: Iterable[DataRef]) -> dict[str, Dataset]:
-        names = {ref.dataset for ref in refs if ref.dataset is not None}
-        if not names:
+    def _datasets(self, project: Project, names: Iterable[str | None]) -> dict[str, Dataset]:
+        wanted = {name for name in names if name is not None}
+        if not wanted:
             return {}
         rows = self.session.scalars(
             select(Dataset)
-            .where(Dataset.project_id == project.id, Dataset.name.in_(names))
+            .where(Dataset.project_id == project.id, Dataset.name.in_(wanted))
             .options(selectinload(Dataset.versions))
         )
         return {dataset.name: dataset for dataset in rows}
@@ -323,7 +324,7 @@ class _CatalogRules:
         refs: list[DataRef] | None = self.fields.get("data_inputs")
         if not refs:
             return []
-        datasets = self._datasets(project, refs)
+        datasets = self._datasets(project, (ref.dataset for ref in refs))
         cache_names = {ref.cache for ref in refs if ref.cache is not None}
         caches = {
             cache.name: cache
@@ -375,7 +376,7 @@ class _CatalogRules:
                 f"resource mounts need a ModelArts-type resource spec; '{spec.name}' is "
                 f"{spec.kind}",
             )
-        datasets = self._datasets(project, refs)
+        datasets = self._datasets(project, (ref.dataset for ref in refs))
         staged = []
         for position, ref in enumerate(refs):
             field = f"mounts.{position}"
@@ -435,6 +436,47 @@ class _CatalogRules:
                     )
                 )
         return staged
+
+    def _retrain_on(self, project: Project, algorithm: Algorithm | None) -> None:
+        """A dataset can start runs only if it is one of the task's data inputs (whose version
+        the run replaces by the newest published one), annotated, of the algorithm's sample
+        type, and already has a published version."""
+        names: list[str] | None = self.fields.get("retrain_on")
+        if not names:
+            return
+        refs: list[DataRef] = self.fields.get("data_inputs") or []
+        inputs = {ref.dataset for ref in refs if ref.dataset is not None}
+        datasets = self._datasets(project, names)
+        for position, name in enumerate(names):
+            field = f"retrain_on.{position}"
+            dataset = datasets.get(name)
+            if name in names[:position]:
+                self.fail(field, f"dataset '{name}' is listed twice")
+            elif dataset is None:
+                self.fail(field, f"dataset '{name}' does not exist")
+            elif "data_inputs" in self.fields and name not in inputs:
+                self.fail(
+                    field,
+                    f"dataset '{name}' is not one of the task's data inputs; retraining "
+                    "replaces a data input's version by the newest published one",
+                )
+            elif dataset.annotation_status != AnnotationStatus.ANNOTATED:
+                self.fail(
+                    field,
+                    f"dataset '{name}' is {dataset.annotation_status}; it must be annotated",
+                )
+            elif algorithm is not None and dataset.sample_type != algorithm.sample_type:
+                self.fail(
+                    field,
+                    f"dataset '{name}' holds {dataset.sample_type} samples but algorithm "
+                    f"'{algorithm.name}' needs {algorithm.sample_type}",
+                )
+            elif not any(v.status == DatasetVersionStatus.PUBLISHED for v in dataset.versions):
+                self.fail(
+                    field,
+                    f"dataset '{name}' has no published version, so it cannot trigger "
+                    "retraining; publish a version first",
+                )
 
     def _distinct_folders(self, field: str, items: list[StagedInput]) -> None:
         """Each input becomes a folder named by its label: two inputs cannot share one."""

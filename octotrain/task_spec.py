@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import Field, StrictInt, StrictStr, model_validator
+from pydantic import AfterValidator, Field, StrictInt, StrictStr, model_validator
 
 from octotrain.documents import (
     Description,
@@ -21,6 +21,7 @@ from octotrain.documents import (
     RefVersion,
     Scalar,
 )
+from octotrain.schedules import schedule_rule
 
 MAX_DATA_INPUTS = 10
 MAX_MOUNTS = 10
@@ -30,6 +31,9 @@ MAX_VERSION_NUMBER = 2**31 - 1
 PRIORITY_RANGE = (-50, 50)
 UID_RANGE = (0, 65535)
 DEFAULT_UID = 1000
+MAX_RETRAIN_DATASETS = 10
+# A cron expression (UTC) or one of Airflow's presets, e.g. "0 3 * * *" or "@daily".
+Schedule = Annotated[StrictStr, Field(min_length=1, max_length=64), AfterValidator(schedule_rule)]
 
 
 class DataRef(Document):
@@ -90,6 +94,18 @@ class TaskSpec(Document):
         default_factory=list
     )
     mounts: Annotated[list[DataRef], Field(max_length=MAX_MOUNTS)] = Field(default_factory=list)
+    # Scheduled retraining: the DAG's cron schedule, and/or the datasets (among data_inputs)
+    # whose next published version starts a run. Such runs use each dataset input's newest
+    # published version.
+    schedule: Schedule | None = None
+    retrain_on: Annotated[list[RefName], Field(max_length=MAX_RETRAIN_DATASETS)] = Field(
+        default_factory=list
+    )
+
+    @property
+    def retrains(self) -> bool:
+        """Whether runs start by themselves (cron or a published dataset version)."""
+        return self.schedule is not None or bool(self.retrain_on)
 
     def stored(self) -> dict[str, Any]:
         """The document as the catalog keeps it (JSON, without empty optional parts)."""

@@ -107,6 +107,28 @@ class Tasks:
     def runs(self, task_id: int) -> list[Run]:
         return list(self.get(task_id).runs)
 
+    def record_run(
+        self, task: TrainingTask, airflow_run_id: str, *, triggered_by: str, node_count: int
+    ) -> Run:
+        """The run a trigger just started, queued until ``validate`` takes it over (the same
+        row, found by its Airflow run id); a retried trigger finds the row it made."""
+        found = self.session.scalars(
+            select(Run).where(Run.task_id == task.id, Run.airflow_run_id == airflow_run_id)
+        ).one_or_none()
+        if found is not None:
+            return found
+        run = Run(
+            task_id=task.id,
+            airflow_run_id=airflow_run_id,
+            state=RunState.QUEUED,
+            triggered_by=triggered_by,
+            trigger="manual",
+            node_count=node_count,
+        )
+        self.session.add(run)
+        self.session.flush()
+        return run
+
     def run(self, task_id: int, run_id: int) -> Run:
         """One run of a task of the user's projects."""
         task = self.get(task_id)

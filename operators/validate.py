@@ -18,6 +18,8 @@ from octotrain.settings import get_settings
 from operators.training_stage import PLAN_XCOM_KEY, TrainingStageOperator
 
 LOCAL_MASTER_ADDR = "127.0.0.1"
+# Runs that start by themselves train on each dataset input's newest published version.
+SELF_STARTED_RUN_TYPES = frozenset({"scheduled", "asset_triggered"})
 
 
 def check_mount_volume(plan: RunPlan) -> None:
@@ -65,6 +67,7 @@ class ValidateTaskOperator(TrainingStageOperator):
         dag_run = context["dag_run"]
         run_id = dag_run.run_id
         triggered_by = str(getattr(dag_run, "triggering_user_name", None) or "")
+        run_type = str(getattr(dag_run.run_type, "value", dag_run.run_type))
         with default_catalog().session() as session:
             task = session.get(TrainingTask, self.training_task_id)
             if task is None:
@@ -80,6 +83,9 @@ class ValidateTaskOperator(TrainingStageOperator):
                         master_addr=LOCAL_MASTER_ADDR,
                         master_port=0,
                         triggered_by=triggered_by,
+                        conf=dag_run.conf or {},
+                        trigger=run_type,
+                        newest_data=run_type in SELF_STARTED_RUN_TYPES,
                     )
                 )
                 error = None
@@ -89,13 +95,10 @@ class ValidateTaskOperator(TrainingStageOperator):
                 select(Run).where(Run.task_id == task.id, Run.airflow_run_id == run_id)
             ).one_or_none()
             if run is None:
-                run = Run(
-                    task_id=task.id,
-                    airflow_run_id=run_id,
-                    triggered_by=triggered_by,
-                    node_count=int(task.spec.get("node_count", 1)),
-                )
+                run = Run(task_id=task.id, airflow_run_id=run_id, triggered_by=triggered_by)
                 session.add(run)
+            run.trigger = run_type
+            run.node_count = plan.world_size if plan else int(task.spec.get("node_count", 1))
             run.state = RunState.FAILED if error else RunState.RUNNING
             run.message = f"validation failed: {error}" if error else ""
             run.plan = plan.shown() if plan else {}

@@ -6,7 +6,8 @@ imported one awaiting release; an import that fails leaves no version and no fil
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy.orm import Session
@@ -21,6 +22,16 @@ from octotrain.catalog.uploads import add_with_objects, check_files, upload_file
 from octotrain.documents import judge_document
 from octotrain.errors import FieldProblem, InvalidInput, NotFound, StillReferenced
 from octotrain.storage import ObjectStore
+
+
+@dataclass(frozen=True)
+class PublishedVersion:
+    """A dataset version that was just published (what retraining is told)."""
+
+    project: str
+    dataset: str
+    version: str
+    dataset_version_id: int
 
 
 def dataset_version_prefix(project: str, dataset: str, version: str) -> str:
@@ -74,8 +85,18 @@ class DatasetVersions:
         )
         return row
 
-    def publish(self, project: str, dataset: str, version: str) -> DatasetVersion:
+    def publish(
+        self,
+        project: str,
+        dataset: str,
+        version: str,
+        *,
+        on_published: Callable[[PublishedVersion], object] | None = None,
+    ) -> DatasetVersion:
+        """Publish a version; ``on_published`` runs once it is committed, only if the version
+        was not published before (it starts the dataset's retraining runs)."""
         row = self.get(project, dataset, version)
+        newly = row.status != DatasetVersionStatus.PUBLISHED
         if row.status not in (
             DatasetVersionStatus.IMPORTED_AWAITING_RELEASE,
             DatasetVersionStatus.PUBLISHED,
@@ -87,6 +108,9 @@ class DatasetVersions:
             )
         row.status = DatasetVersionStatus.PUBLISHED
         self.session.flush()
+        if newly and on_published is not None:
+            published = PublishedVersion(project, dataset, version, row.id)
+            on_commit(self.session, lambda: on_published(published))
         return row
 
     def delete(self, project: str, dataset: str, version: str) -> None:

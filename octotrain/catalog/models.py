@@ -412,6 +412,8 @@ class Run(Base):
     plan: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     message: Mapped[str] = mapped_column(Text, default="")
     triggered_by: Mapped[str] = mapped_column(String(128), default="")
+    # How it started: Airflow's run type ("manual", "scheduled", "asset_triggered").
+    trigger: Mapped[str] = mapped_column(String(32), default="manual")
     model_version_id: Mapped[int | None] = mapped_column(
         ForeignKey("model_versions.id", ondelete="SET NULL"), nullable=True
     )

@@ -27,6 +27,7 @@ from octotrain.catalog.models import (
     as_utc,
 )
 from octotrain.contracts import dag_id_for
+from octotrain.schedules import next_fire
 
 
 class View(BaseModel):
@@ -263,6 +264,7 @@ class RunView(View):
     node_count: int
     message: str
     triggered_by: str
+    trigger: str
     started_at: datetime
     ended_at: datetime | None
     model_version: int | None
@@ -276,6 +278,7 @@ class RunView(View):
             node_count=row.node_count,
             message=row.message,
             triggered_by=row.triggered_by,
+            trigger=row.trigger,
             started_at=as_utc(row.started_at),
             ended_at=as_utc(row.ended_at) if row.ended_at else None,
             model_version=row.model_version.version if row.model_version else None,
@@ -298,6 +301,11 @@ class TaskView(View):
     # The user the container starts as: "ma-user" (image-only algorithm on a ModelArts spec)
     # or the task's uid.
     container_user: str
+    # Scheduled retraining: the cron schedule (UTC) and when it next fires, and the datasets
+    # whose next published version starts a run.
+    schedule: str | None
+    next_scheduled_run: datetime | None
+    retrain_on: list[str]
     document: dict[str, Any]
     created_at: datetime
     updated_at: datetime
@@ -318,6 +326,9 @@ class TaskView(View):
             algorithm=str(spec.get("algorithm", "")),
             model_repository=str(spec.get("model_repository", "")),
             container_user=row.container_user or str(spec.get("run_as_uid", 1000)),
+            schedule=spec.get("schedule"),
+            next_scheduled_run=next_fire(spec["schedule"]) if spec.get("schedule") else None,
+            retrain_on=list(spec.get("retrain_on", [])),
             document=spec,
             created_at=as_utc(row.created_at),
             updated_at=as_utc(row.updated_at),

@@ -15,6 +15,7 @@ from fastapi import APIRouter, Body, Depends, File, Form, Path, Response, Upload
 from sqlalchemy.orm import Session
 
 from hooks.catalog import default_catalog
+from hooks.dataset_assets import announce_published
 from hooks.object_store import default_object_store
 from octotrain.catalog.access import Scope
 from octotrain.catalog.data_caches import DataCaches
@@ -279,8 +280,13 @@ def get_dataset_version(
 def publish_dataset_version(
     project: ProjectName, dataset: ObjectName, version: VersionName, scope: CurrentScope
 ) -> DatasetVersionView:
+    """Tasks that retrain on the dataset start a run once the version is published (the
+    dataset's Airflow Asset gets an event)."""
     with default_catalog().session() as session:
-        return DatasetVersionView.of(_versions(session, scope).publish(project, dataset, version))
+        row = _versions(session, scope).publish(
+            project, dataset, version, on_published=announce_published
+        )
+        return DatasetVersionView.of(row)
 
 
 @router.delete(

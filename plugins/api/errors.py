@@ -21,6 +21,7 @@ from octotrain.errors import (
     FieldProblem,
     InvalidInput,
     InvalidQuery,
+    InvalidTrigger,
     NotFound,
     StillReferenced,
 )
@@ -40,7 +41,7 @@ class ErrorView(BaseModel):
 
 # Documented on every route (the API's OpenAPI document lists what each may answer).
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    400: {"model": ErrorView, "description": "A query parameter breaks a rule"},
+    400: {"model": ErrorView, "description": "A query parameter or a run's conf breaks a rule"},
     401: {"model": ErrorView, "description": "No or an expired Airflow token"},
     403: {"model": ErrorView, "description": "Only administrators may do this"},
     404: {"model": ErrorView, "description": "Not found, or in a project you are not in"},
@@ -64,6 +65,10 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(InvalidQuery)
     async def bad_query(_request: Request, error: InvalidQuery) -> JSONResponse:
+        return _answer(400, str(error), problems=_problems(error.problems))
+
+    @app.exception_handler(InvalidTrigger)
+    async def bad_trigger(_request: Request, error: InvalidTrigger) -> JSONResponse:
         return _answer(400, str(error), problems=_problems(error.problems))
 
     @app.exception_handler(NotFound)

@@ -1,19 +1,28 @@
 """Training tasks over REST: create (judged by every rule of the manual, all problems in one
-answer), check without saving, list, show, change, copy, delete, their runs, and stopping
-a run."""
+answer), check without saving, list, show, change, copy, delete, their runs, starting a run
+(validated, then triggered in Airflow; idempotent with a request id) and stopping one.
+
+After a task is created, changed or deleted, Airflow is asked to parse the tasks' DAG file at
+once, so the DAG follows within seconds."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
+from airflow.api_fastapi.auth.managers.models.base_user import BaseUser
 from airflow.api_fastapi.core_api.security import get_user
-from fastapi import APIRouter, Body, Depends, Path, Query, Response
-from pydantic import BaseModel
+from fastapi import APIRouter, Body, Depends, Path, Query, Request, Response
+from pydantic import BaseModel, ConfigDict, Field
 
 from hooks.catalog import default_catalog
+from hooks.dag_parsing import request_tasks_reparse
+from hooks.dag_runs import REQUEST_ID_PATTERN, trigger_dag_run
 from hooks.run_stops import request_stop
 from octotrain.catalog.documents import TaskCopyDocument
 from octotrain.catalog.views import RunView, TaskView
+from octotrain.contracts import dag_id_for
+from octotrain.errors import InvalidInput, InvalidTrigger
+from octotrain.planning import resolve_run
 from octotrain.task_spec import MAX_VERSION_NUMBER, TaskSpec
 from octotrain.tasks import Tasks
 from plugins.api.auth import CurrentScope
@@ -55,7 +64,9 @@ def list_tasks(
 )
 def create_task(scope: CurrentScope, document: Document) -> TaskView:
     with default_catalog().session() as session:
-        return TaskView.of(Tasks(session, scope).create(document))
+        view = TaskView.of(Tasks(session, scope).create(document))
+    request_tasks_reparse()
+    return view
 
 
 @router.post(
@@ -87,7 +98,9 @@ def get_task(task_id: TaskId, scope: CurrentScope) -> TaskView:
 )
 def update_task(task_id: TaskId, scope: CurrentScope, document: Document) -> TaskView:
     with default_catalog().session() as session:
-        return TaskView.of(Tasks(session, scope).update(task_id, document))
+        view = TaskView.of(Tasks(session, scope).update(task_id, document))
+    request_tasks_reparse()
+    return view
 
 
 @router.post(
@@ -98,13 +111,16 @@ def update_task(task_id: TaskId, scope: CurrentScope, document: Document) -> Tas
 )
 def copy_task(task_id: TaskId, scope: CurrentScope, document: Document) -> TaskView:
     with default_catalog().session() as session:
-        return TaskView.of(Tasks(session, scope).copy(task_id, document))
+        view = TaskView.of(Tasks(session, scope).copy(task_id, document))
+    request_tasks_reparse()
+    return view
 
 
 @router.delete("/tasks/{task_id}", status_code=204, summary="Delete a task without active runs")
 def delete_task(task_id: TaskId, scope: CurrentScope) -> Response:
     with default_catalog().session() as session:
         Tasks(session, scope).delete(task_id)
+    request_tasks_reparse()
     return Response(status_code=204)
 
 
@@ -112,6 +128,73 @@ def delete_task(task_id: TaskId, scope: CurrentScope) -> Response:
 def list_runs(task_id: TaskId, scope: CurrentScope) -> list[RunView]:
     with default_catalog().session() as session:
         return [RunView.of(run) for run in Tasks(session, scope).runs(task_id)]
+
+
+class RunRequest(BaseModel):
+    """What to run: ``conf`` holds the run's settings (the DAG's Params: the algorithm's
+    parameters by name, ``node_count``, ``priority``, ``env``, ``input_models``), each
+    defaulting to the saved task. A retry with the same ``request_id`` gets the same run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    request_id: str | None = Field(default=None, pattern=REQUEST_ID_PATTERN)
+    conf: dict[str, Any] = Field(default_factory=dict)
+
+
+class StartedRunView(BaseModel):
+    """The run a trigger started (or, for a retried request id, had started)."""
+
+    run: RunView
+    dag_id: str
+    dag_run_id: str
+    airflow_state: str
+    created: bool
+
+
+@router.post(
+    "/tasks/{task_id}/runs",
+    status_code=201,
+    summary="Start a run now: judged with its conf, then triggered in Airflow",
+    responses={200: {"model": StartedRunView, "description": "A retried request id's run"}},
+)
+def start_run(
+    task_id: TaskId,
+    scope: CurrentScope,
+    user: Annotated[BaseUser, Depends(get_user)],
+    request: Request,
+    response: Response,
+    body: Annotated[RunRequest | None, Body()] = None,
+) -> StartedRunView:
+    wanted = body or RunRequest()
+    with default_catalog().session() as session:
+        tasks = Tasks(session, scope)
+        task = tasks.get(task_id)
+        try:
+            resolved = resolve_run(session, task, conf=wanted.conf)
+        except InvalidInput as refused:
+            raise InvalidTrigger(refused.problems) from None
+        triggered = trigger_dag_run(
+            dag_id=dag_id_for(task.id),
+            user=user,
+            conf=wanted.conf,
+            request_id=wanted.request_id,
+            from_ui="referer" in request.headers,
+        )
+        run = tasks.record_run(
+            task,
+            triggered.dag_run_id,
+            triggered_by=scope.username,
+            node_count=resolved.spec.node_count,
+        )
+        view = RunView.of(run)
+    response.status_code = 201 if triggered.created else 200
+    return StartedRunView(
+        run=view,
+        dag_id=triggered.dag_id,
+        dag_run_id=triggered.dag_run_id,
+        airflow_state=triggered.state,
+        created=triggered.created,
+    )
 
 
 class RunStopView(BaseModel):

@@ -1,0 +1,100 @@
+"""The Params of a training task's DAG: what one run may change, as JSON schema, so that
+Airflow's "Trigger" form shows typed fields (each algorithm parameter with its type, range or
+choices; node count; priority; environment overrides; incremental inputs) and Airflow refuses
+a conf that does not fit before a run exists. Defaults are the task's saved values.
+
+The names are those of ``octotrain.run_settings``, which ``validate`` applies and judges again
+against the catalog as it is when the run starts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow.sdk import Param
+
+from octotrain.catalog.models import Algorithm, ResourceSpec, TrainingTask
+from octotrain.task_spec import MAX_INPUT_MODELS, MAX_VERSION_NUMBER, PRIORITY_RANGE
+
+JSON_TYPES = {"int": "integer", "float": "number", "bool": "boolean", "string": "string"}
+RUN_SECTION = "Run"
+PARAMETER_SECTION = "Algorithm parameters"
+
+
+def algorithm_param(declaration: dict[str, Any], value: Any) -> Param:
+    """One algorithm parameter as a Param; optional (nullable) when it has no value."""
+    schema: dict[str, Any] = {"title": declaration["name"], "section": PARAMETER_SECTION}
+    if declaration.get("type") == "enum":
+        choices = list(declaration["choices"])
+        schema["enum"] = choices if value is not None else [*choices, None]
+    else:
+        kind = JSON_TYPES[declaration.get("type", "string")]
+        schema["type"] = kind if value is not None else [kind, "null"]
+        for bound, keyword in (("min", "minimum"), ("max", "maximum")):
+            if declaration.get(bound) is not None:
+                schema[keyword] = declaration[bound]
+    return Param(value, description=declaration.get("description") or None, **schema)
+
+
+def run_params(
+    task: TrainingTask, algorithm: Algorithm | None, spec: ResourceSpec | None
+) -> dict[str, Param]:
+    """The DAG's Params for ``task``; the algorithm's only when it still exists (otherwise
+    ``validate`` fails the run naming it)."""
+    document = task.spec
+    max_nodes = min(task.project.max_nodes, spec.max_nodes if spec else task.project.max_nodes)
+    params = {
+        "node_count": Param(
+            int(document.get("node_count", 1)),
+            type="integer",
+            minimum=1,
+            maximum=max(max_nodes, 1),
+            title="Nodes",
+            description="How many nodes this run uses (one pod or process each)",
+            section=RUN_SECTION,
+        ),
+        "priority": Param(
+            int(document.get("priority", 0)),
+            type="integer",
+            minimum=PRIORITY_RANGE[0],
+            maximum=PRIORITY_RANGE[1],
+            title="Priority",
+            description="-50 (lowest) to 50; the pods' PriorityClass",
+            section=RUN_SECTION,
+        ),
+    }
+    if algorithm is None:
+        return params
+    saved = document.get("parameters", {})
+    for declaration in algorithm.parameters:
+        name = declaration["name"]
+        params[name] = algorithm_param(declaration, saved.get(name, declaration.get("default")))
+    params["env"] = Param(
+        {name: str(value) for name, value in algorithm.env.items()} | document.get("env", {}),
+        type="object",
+        properties={name: {"type": "string"} for name in algorithm.env},
+        additionalProperties=False,
+        title="Environment variables",
+        description="The algorithm's variables for this run (others are refused)",
+        section=RUN_SECTION,
+    )
+    if document.get("training_kind") == "incremental":
+        params["input_models"] = Param(
+            document.get("input_models", []),
+            type="array",
+            minItems=1,
+            maxItems=MAX_INPUT_MODELS,
+            items={
+                "type": "object",
+                "properties": {
+                    "repository": {"type": "string", "minLength": 1},
+                    "version": {"type": "integer", "minimum": 1, "maximum": MAX_VERSION_NUMBER},
+                },
+                "required": ["repository", "version"],
+                "additionalProperties": False,
+            },
+            title="Input model versions",
+            description="Model versions this incremental run starts from",
+            section=RUN_SECTION,
+        )
+    return params

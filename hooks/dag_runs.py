@@ -1,0 +1,141 @@
+"""Starting a run of a training task's DAG from inside Airflow's api-server (the plugin's
+``POST /api/v1/tasks/{id}/runs``), the way Airflow's own ``POST /api/v2/dags/{dag_id}/dagRuns``
+does it: the user must be allowed to trigger the DAG, Airflow validates the conf against the
+DAG's Params (its message is returned as is) and creates the run in its metadata DB.
+
+A request id makes the trigger idempotent: it becomes the Airflow run id, which Airflow keeps
+unique per DAG, so a client retrying the same request gets the run it started the first time,
+never a second one.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from airflow.api_fastapi.app import get_auth_manager
+from airflow.api_fastapi.auth.managers.models.base_user import BaseUser
+from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity, DagDetails
+from airflow.api_fastapi.core_api.datamodels.dag_run import TriggerDAGRunPostBody
+from airflow.models.dag import DagModel
+from airflow.models.dagbag import DBDagBag
+from airflow.models.dagrun import DagRun
+from airflow.sdk.exceptions import ParamValidationError
+from airflow.utils.session import create_session
+from airflow.utils.state import DagRunState
+from airflow.utils.types import DagRunTriggeredByType, DagRunType
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from octotrain.catalog.access import Forbidden
+from octotrain.errors import Conflict, FieldProblem, InvalidTrigger, NotFound
+
+REQUEST_ID_PATTERN = r"^[A-Za-z0-9_.~:+-]{1,100}$"
+REQUEST_RUN_PREFIX = "request__"
+
+
+@dataclass(frozen=True)
+class TriggeredRun:
+    """An Airflow run of a DAG; ``created`` is False when a retried request found it."""
+
+    dag_id: str
+    dag_run_id: str
+    state: str
+    conf: dict[str, Any]
+    created: bool
+
+
+def run_id_for_request(request_id: str) -> str:
+    """The Airflow run id a request id stands for (Airflow's run-id characters only)."""
+    if not re.fullmatch(REQUEST_ID_PATTERN, request_id):
+        raise InvalidTrigger.one(
+            "request_id", "must be 1-100 letters, digits or any of _ . ~ : + -"
+        )
+    return REQUEST_RUN_PREFIX + request_id
+
+
+def trigger_dag_run(
+    *,
+    dag_id: str,
+    user: BaseUser,
+    conf: dict[str, Any],
+    request_id: str | None = None,
+    from_ui: bool = False,
+) -> TriggeredRun:
+    """Create a run of ``dag_id`` now (no logical date), or find the one ``request_id`` made."""
+    if not get_auth_manager().is_authorized_dag(
+        method="POST", access_entity=DagAccessEntity.RUN, details=DagDetails(id=dag_id), user=user
+    ):
+        raise Forbidden(f"you may not trigger runs of DAG {dag_id} in Airflow")
+    run_id = run_id_for_request(request_id) if request_id else None
+    try:
+        with create_session() as session:
+            return _found(session, dag_id, run_id, conf) or _create(
+                session, dag_id, run_id, conf, user, from_ui
+            )
+    except IntegrityError:
+        # The same request id, retried while its first try was creating the run.
+        with create_session() as session:
+            found = _found(session, dag_id, run_id, conf)
+        if found is None:
+            raise
+        return found
+
+
+def _found(
+    session: Any, dag_id: str, run_id: str | None, conf: dict[str, Any]
+) -> TriggeredRun | None:
+    if run_id is None:
+        return None
+    run = session.scalar(select(DagRun).where(DagRun.dag_id == dag_id, DagRun.run_id == run_id))
+    if run is None:
+        return None
+    if (run.conf or {}) != conf:
+        raise Conflict(
+            f"request id {run_id.removeprefix(REQUEST_RUN_PREFIX)!r} already started run "
+            f"{run_id} with other settings; use a new request id for a new run"
+        )
+    return TriggeredRun(dag_id, run.run_id, str(run.state), dict(run.conf or {}), created=False)
+
+
+def _create(
+    session: Any,
+    dag_id: str,
+    run_id: str | None,
+    conf: dict[str, Any],
+    user: BaseUser,
+    from_ui: bool,
+) -> TriggeredRun:
+    model = session.scalar(select(DagModel).where(~DagModel.is_stale, DagModel.dag_id == dag_id))
+    if model is None:
+        raise Conflict(
+            f"Airflow has not parsed DAG {dag_id} yet (a new task's DAG appears within seconds); "
+            "try again shortly"
+        )
+    if model.has_import_errors:
+        raise Conflict(f"DAG {dag_id} has import errors in Airflow and cannot be triggered")
+    dag = DBDagBag().get_latest_version_of_dag(dag_id, session=session)
+    if dag is None:
+        raise NotFound(f"Airflow has no serialized DAG {dag_id}")
+    body = TriggerDAGRunPostBody(dag_run_id=run_id, logical_date=None, conf=conf)
+    try:
+        params = body.validate_context(dag)
+        run = dag.create_dagrun(
+            run_id=params["run_id"],
+            logical_date=params["logical_date"],
+            data_interval=params["data_interval"],
+            run_after=params["run_after"],
+            conf=params["conf"],
+            run_type=DagRunType.MANUAL,
+            triggered_by=DagRunTriggeredByType.UI if from_ui else DagRunTriggeredByType.REST_API,
+            triggering_user_name=user.get_name(),
+            state=DagRunState.QUEUED,
+            partition_key=params["partition_key"],
+            partition_date=params["partition_date"],
+            session=session,
+        )
+    except (ParamValidationError, ValueError) as error:
+        raise InvalidTrigger([FieldProblem("conf", f"Airflow refused it: {error}")]) from None
+    session.flush()
+    return TriggeredRun(dag_id, run.run_id, str(run.state), dict(run.conf or {}), created=True)

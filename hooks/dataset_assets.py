@@ -1,0 +1,71 @@
+"""Datasets as Airflow Assets: a task that retrains on a dataset is scheduled on the dataset's
+Asset, and publishing a version of the dataset emits an event of that Asset, which starts a run
+of every such task (Airflow's asset-triggered scheduling).
+
+Publishing happens outside Airflow's tasks (the REST API in the api-server, the command line),
+so the event is registered with Airflow's own ``AssetManager``, as Airflow's
+``POST /api/v2/assets/events`` does, in the same metadata DB.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from airflow.sdk import Asset
+from sqlalchemy import select
+from sqlalchemy.exc import SQLAlchemyError
+
+from octotrain.catalog.dataset_versions import PublishedVersion
+from octotrain.retraining import (
+    ASSET_GROUP,
+    dataset_asset_name,
+    dataset_asset_uri,
+    published_event_extra,
+)
+
+log = logging.getLogger(__name__)
+
+
+def dataset_asset(project: str, dataset: str) -> Asset:
+    """The Asset of dataset ``dataset`` of ``project``: its versions as they are published."""
+    return Asset(
+        name=dataset_asset_name(project, dataset),
+        uri=dataset_asset_uri(project, dataset),
+        group=ASSET_GROUP,
+    )
+
+
+def announce_published(version: PublishedVersion) -> bool:
+    """Emit the dataset's Asset event for a newly published ``version`` from inside Airflow
+    (the api-server); False when no DAG is scheduled on the dataset (Airflow knows no such
+    active Asset), so that nobody retrains."""
+    uri = dataset_asset_uri(version.project, version.dataset)
+    extra = published_event_extra(version)
+    try:
+        return _register_event(uri, extra)
+    except SQLAlchemyError as error:
+        # The version is published (committed) either way; say loudly that nobody was told.
+        log.error("published %s %s, but Airflow was not told: %s", version.dataset,
+                  version.version, error)  # fmt: skip
+        return False
+
+
+def _register_event(uri: str, extra: dict[str, object]) -> bool:
+    # Airflow's core models load only here: DAG files import this module for ``dataset_asset``.
+    from airflow.assets.manager import asset_manager
+    from airflow.models.asset import AssetActive, AssetModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        asset = session.scalar(
+            select(AssetModel)
+            .join(AssetActive, AssetActive.uri == AssetModel.uri)
+            .where(AssetModel.uri == uri)
+        )
+        if asset is None:
+            return False
+        event = asset_manager.register_asset_change(
+            asset=asset, extra=extra, source_is_api=True, session=session
+        )
+    log.info("asset event %s of %s", event, uri)
+    return event is not None

@@ -1,0 +1,44 @@
+"""What one run may change of its task: the settings a trigger passes as the DAG run's ``conf``.
+
+A run's conf holds the algorithm's parameters by name, plus ``node_count``, ``priority``,
+``env`` (merged into the task's variables) and, for incremental training, ``input_models``.
+These are the DAG's Params (``dags/run_params.py``), so Airflow's trigger form shows them as
+typed fields, and Airflow validates a conf against them before a run exists. ``validate``
+then judges the task with the conf applied by every rule of ``octotrain.task_rules``, as if it
+had been saved that way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from octotrain.errors import InvalidTrigger
+
+RUN_SETTING_NAMES = ("node_count", "priority", "env", "input_models")
+
+
+def with_run_settings(spec: Mapping[str, Any], conf: object) -> dict[str, Any]:
+    """The task document a run uses: the saved ``spec`` with the run's ``conf`` applied.
+
+    A key that is not one of ``RUN_SETTING_NAMES`` is an algorithm parameter; an unknown one is
+    refused by the task rules (``parameters.<name>``), naming the algorithm's parameters. A
+    null value means "as saved" (Airflow's form sends null for a field left empty).
+    """
+    if not isinstance(conf, Mapping):
+        raise InvalidTrigger.one("conf", f"must be an object, got {type(conf).__name__}")
+    document = dict(spec)
+    parameters = dict(spec.get("parameters", {}))
+    for key, value in conf.items():
+        if value is None:
+            continue
+        if key == "env":
+            if not isinstance(value, Mapping):
+                raise InvalidTrigger.one("conf.env", "must be an object of variable names to text")
+            document["env"] = dict(spec.get("env", {})) | dict(value)
+        elif key in RUN_SETTING_NAMES:
+            document[key] = value
+        else:
+            parameters[str(key)] = value
+    document["parameters"] = parameters
+    return document
