@@ -78,6 +78,9 @@ def build_task_dag(
         description=task.description or f"Octotrain training task {task.name}",
         schedule=task_schedule(spec, project_name),
         catchup=False,
+        # A saved task is meant to run (and to retrain on its schedule) without a trip to
+        # Airflow's pause toggle; pausing it there still holds its schedule.
+        is_paused_upon_creation=False,
         params=run_params(task, algorithm, resource_spec),
         # Every node at once (a distributed job needs all its members), beside the stages.
         max_active_tasks=node_count + STAGE_SLOTS,

@@ -1,0 +1,195 @@
+"""Starting runs against a real Airflow api-server (with the plugin) started by the test:
+Airflow's own REST API through the official ``apache-airflow-client``, with a conf checked
+against the DAG's Params, and the plugin's ``POST /api/v1/tasks/{id}/runs`` (judged by the
+task rules, idempotent by request id). Publishing a dataset version emits its Asset event,
+which queues a run of the task that retrains on it. No scheduler runs here: runs stay queued.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import airflow_client.client as airflow_client
+import httpx
+import pytest
+from airflow_client.client.api.asset_api import AssetApi
+from airflow_client.client.api.dag_api import DAGApi
+from airflow_client.client.api.dag_run_api import DagRunApi
+from airflow_client.client.exceptions import ApiException
+from airflow_client.client.models.trigger_dag_run_post_body import TriggerDAGRunPostBody
+
+from hooks.catalog import CatalogHook
+from hooks.local_store import LocalFolderStore
+from octotrain.catalog.dataset_versions import DatasetVersions
+from octotrain.contracts import dag_id_for
+from octotrain.retraining import dataset_asset_uri
+from octotrain.settings import get_settings
+from tests.factories import ADMIN, add_task, seed
+from tests.live_airflow import LiveAirflow, live_airflow
+
+PLUGIN = "/octotrain/api/v1"
+
+
+@pytest.fixture(scope="module")
+def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveAirflow, dict]]:
+    """Airflow with the demo task, a task that retrains on house-prices daily, and a version
+    v2 of house-prices awaiting release."""
+    root = tmp_path_factory.mktemp("live-runs")
+    settings = {"OCTOTRAIN_STATE_DIR": str(root / "state")}
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in settings.items():
+            patch.setenv(key, value)
+        get_settings.cache_clear()
+        catalog = CatalogHook(get_settings().catalog_url)
+        catalog.migrate()
+        store = LocalFolderStore(root / "state" / "objects")
+        demo = seed(catalog, store)
+        retrains = add_task(
+            catalog, name="nightly", schedule="0 3 * * *", retrain_on=["house-prices"]
+        )
+        rows = root / "v2.csv"
+        rows.write_text("x0,y\n1,2\n")
+        with catalog.session() as session:
+            DatasetVersions(session, ADMIN, store).create(
+                "demo", "house-prices", {"version": "v2"}, {"train.csv": rows}
+            )
+        catalog.dispose()
+        with live_airflow(root, settings) as server:
+            yield server, {"demo": demo.task_id, "nightly": retrains}
+    get_settings.cache_clear()
+
+
+def token(server: LiveAirflow) -> str:
+    answer = httpx.post(
+        f"{server.url}/auth/token", json={"username": "admin", "password": server.password}
+    )
+    return str(answer.json()["access_token"])
+
+
+@pytest.fixture(scope="module")
+def client(airflow: tuple[LiveAirflow, dict]) -> Iterator[airflow_client.ApiClient]:
+    server, _tasks = airflow
+    configuration = airflow_client.Configuration(host=server.url, access_token=token(server))
+    with airflow_client.ApiClient(configuration) as api_client:
+        yield api_client
+
+
+@pytest.fixture(scope="module")
+def plugin(airflow: tuple[LiveAirflow, dict]) -> Iterator[httpx.Client]:
+    server, _tasks = airflow
+    headers = {"Authorization": f"Bearer {token(server)}"}
+    with httpx.Client(base_url=server.url + PLUGIN, headers=headers, timeout=30) as http:
+        yield http
+
+
+def run_ids(client: airflow_client.ApiClient, dag_id: str) -> list[str]:
+    return [run.dag_run_id for run in DagRunApi(client).get_dag_runs(dag_id).dag_runs]
+
+
+def test_the_dag_declares_typed_params_for_airflows_trigger_form(
+    airflow: tuple[LiveAirflow, dict], client: airflow_client.ApiClient
+) -> None:
+    _server, tasks = airflow
+    details = DAGApi(client).get_dag_details(dag_id_for(tasks["demo"]))
+    params = details.params
+    assert params["epochs"]["value"] == 60  # the task's saved value
+    assert params["epochs"]["schema"] | {} == {
+        "title": "epochs",
+        "section": "Algorithm parameters",
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 100000,
+    }
+    assert params["node_count"]["schema"]["maximum"] == 4  # cpu-small allows 4 nodes
+    assert params["priority"]["schema"]["minimum"] == -50
+    assert params["env"]["schema"]["additionalProperties"] is False
+
+
+def test_airflows_own_trigger_takes_a_conf_and_refuses_one_that_breaks_the_params(
+    airflow: tuple[LiveAirflow, dict], client: airflow_client.ApiClient
+) -> None:
+    _server, tasks = airflow
+    dag_id = dag_id_for(tasks["demo"])
+    api = DagRunApi(client)
+    run = api.trigger_dag_run(
+        dag_id, TriggerDAGRunPostBody(logical_date=None, conf={"epochs": 7, "node_count": 1})
+    )
+    assert run.conf == {"epochs": 7, "node_count": 1} and run.state.value == "queued"
+    before = run_ids(client, dag_id)
+    for conf, words in (
+        ({"epochs": 0}, "0 is less than the minimum of 1"),
+        ({"epochs": "many"}, "'many' is not of type 'integer'"),
+        ({"node_count": 99}, "99 is greater than the maximum of 4"),
+        ({"env": {"NOT_DECLARED": "1"}}, "Additional properties are not allowed"),
+    ):
+        with pytest.raises(ApiException) as refused:
+            api.trigger_dag_run(dag_id, TriggerDAGRunPostBody(logical_date=None, conf=conf))
+        assert refused.value.status == 400, conf
+        assert words in refused.value.body, refused.value.body
+    assert run_ids(client, dag_id) == before  # nothing was started
+
+
+def test_the_plugin_starts_a_judged_run_once_per_request_id(
+    airflow: tuple[LiveAirflow, dict], client: airflow_client.ApiClient, plugin: httpx.Client
+) -> None:
+    _server, tasks = airflow
+    task, dag_id = tasks["demo"], dag_id_for(tasks["demo"])
+    body = {"request_id": "retry-me-1", "conf": {"epochs": 9, "learning_rate": 0.5}}
+    first = plugin.post(f"/tasks/{task}/runs", json=body)
+    assert first.status_code == 201, first.text
+    started = first.json()
+    assert started["created"] is True and started["dag_run_id"] == "request__retry-me-1"
+    assert started["run"]["state"] == "queued" and started["run"]["triggered_by"] == "admin"
+    again = plugin.post(f"/tasks/{task}/runs", json=body)
+    assert again.status_code == 200 and again.json()["created"] is False
+    assert again.json()["run"]["id"] == started["run"]["id"]
+    assert run_ids(client, dag_id).count("request__retry-me-1") == 1
+    airflow_run = DagRunApi(client).get_dag_run(dag_id, "request__retry-me-1")
+    assert airflow_run.conf == body["conf"] and airflow_run.triggering_user_name == "admin"
+    other = plugin.post(f"/tasks/{task}/runs", json=body | {"conf": {"epochs": 10}})
+    assert other.status_code == 409 and "other settings" in other.json()["detail"]
+    listed = plugin.get(f"/tasks/{task}/runs").json()
+    assert [run["airflow_run_id"] for run in listed].count("request__retry-me-1") == 1
+
+
+def test_the_plugin_refuses_bad_settings_with_the_field_and_starts_nothing(
+    airflow: tuple[LiveAirflow, dict], client: airflow_client.ApiClient, plugin: httpx.Client
+) -> None:
+    _server, tasks = airflow
+    task, dag_id = tasks["demo"], dag_id_for(tasks["demo"])
+    before = run_ids(client, dag_id)
+    for conf, field, words in (
+        ({"epochs": 0}, "parameters.epochs", "must be within [1, 100000], got 0"),
+        ({"dropout": 0.1}, "parameters.dropout", "has no parameter 'dropout'"),
+        ({"node_count": 5}, "node_count", "at most 4"),
+        ({"input_models": [{"repository": "house-price-model", "version": 1}]},
+         "input_models", "only for incremental training"),
+        ({"env": "x"}, "conf.env", "must be an object"),
+    ):  # fmt: skip
+        refused = plugin.post(f"/tasks/{task}/runs", json={"conf": conf})
+        assert refused.status_code == 400, (conf, refused.text)
+        problem = refused.json()["problems"][0]
+        assert problem["field"] == field and words in problem["rule"], refused.json()
+    malformed = plugin.post(f"/tasks/{task}/runs", json={"request_id": "bad id!"})
+    assert malformed.status_code == 422
+    assert run_ids(client, dag_id) == before
+
+
+def test_publishing_a_version_queues_the_task_that_retrains_on_the_dataset(
+    airflow: tuple[LiveAirflow, dict], client: airflow_client.ApiClient, plugin: httpx.Client
+) -> None:
+    _server, tasks = airflow
+    dag_id = dag_id_for(tasks["nightly"])
+    assert DAGApi(client).get_dag(dag_id).timetable_summary  # cron or the dataset
+    published = plugin.post("/projects/demo/datasets/house-prices/versions/v2/publish")
+    assert published.status_code == 200, published.text
+    uri = dataset_asset_uri("demo", "house-prices")
+    [asset] = [a for a in AssetApi(client).get_assets(uri_pattern=uri).assets if a.uri == uri]
+    [event] = AssetApi(client).get_asset_events(asset_id=asset.id).asset_events
+    assert event.extra["version"] == "v2" and event.extra["dataset"] == "house-prices"
+    queued = AssetApi(client).get_dag_asset_queued_events(dag_id).queued_events
+    assert [item.asset_id for item in queued] == [asset.id]
+    # publishing again is no news: no second event
+    assert plugin.post("/projects/demo/datasets/house-prices/versions/v2/publish").is_success
+    assert len(AssetApi(client).get_asset_events(asset_id=asset.id).asset_events) == 1
