@@ -95,3 +95,56 @@ def test_the_kubernetes_launcher_runs_nodes_as_pods_and_tears_the_service_down(
     assert teardown.is_teardown and teardown.trigger_rule == "all_done_setup_success"
     assert teardown.upstream_task_ids == {"stage_data", "collect_logs", "archive_model"}
     assert dag.get_task("collect_logs").trigger_rule == "all_done"
+
+
+def test_params_are_the_runs_settings_with_the_saved_values(
+    catalog: CatalogHook, store: LocalFolderStore, octotrain_env: Path
+) -> None:
+    demo = seed(catalog, store)
+    params = build_all_dags(catalog.url)[dag_id_for(demo.task_id)].params
+    assert params.dump() == {
+        "node_count": 2,
+        "priority": 10,
+        "epochs": 60,
+        "learning_rate": 0.05,
+        "batch_size": 64,
+        "seed": 0,
+        "env": {"OMP_NUM_THREADS": "1"},
+    }
+    assert params.get_param("learning_rate").schema["type"] == "number"
+    assert params.get_param("node_count").schema["maximum"] == 4
+    params.validate()  # the saved values fit their own schema
+    from airflow.sdk.exceptions import ParamValidationError
+
+    with pytest.raises(ParamValidationError, match="less than the minimum of 1"):
+        params.get_param("epochs").resolve(0)
+
+
+def test_a_task_without_value_for_a_parameter_gets_an_optional_field(
+    catalog: CatalogHook, store: LocalFolderStore, octotrain_env: Path
+) -> None:
+    from dags.run_params import algorithm_param
+
+    param = algorithm_param({"name": "tag", "type": "string"}, None)
+    assert param.schema["type"] == ["string", "null"] and param.resolve() is None
+    choice = algorithm_param({"name": "opt", "type": "enum", "choices": ["a", "b"]}, "a")
+    assert choice.schema["enum"] == ["a", "b"]
+
+
+def test_retraining_tasks_are_scheduled_by_cron_by_dataset_or_by_either(
+    catalog: CatalogHook, store: LocalFolderStore, octotrain_env: Path
+) -> None:
+    from airflow.sdk import AssetAny, AssetOrTimeSchedule, CronTriggerTimetable
+
+    seed(catalog, store)
+    cron = add_task(catalog, name="cron", schedule="@daily")
+    data = add_task(catalog, name="data", retrain_on=["house-prices"])
+    both = add_task(catalog, name="both", schedule="0 3 * * *", retrain_on=["house-prices"])
+    dags = build_all_dags(catalog.url)
+    timetable = dags[dag_id_for(cron)].timetable
+    assert isinstance(timetable, CronTriggerTimetable) and timetable.expression == "0 0 * * *"
+    assert isinstance(dags[dag_id_for(data)].schedule, AssetAny)
+    [asset] = dags[dag_id_for(data)].schedule.objects
+    assert asset.uri == "x-octotrain://datasets/demo/house-prices"
+    assert isinstance(dags[dag_id_for(both)].schedule, AssetOrTimeSchedule)
+    assert all(dag.catchup is False for dag in dags.values())

@@ -153,3 +153,61 @@ def test_renamed_repository_is_reported_missing_by_its_old_name(
                 "model_repository": "house-price-model",
             },
         )
+
+
+def test_a_runs_conf_is_applied_and_judged_like_a_saved_task(
+    catalog: CatalogHook, store: LocalFolderStore
+) -> None:
+    demo = seed(catalog, store)
+    with catalog.session() as session:
+        task = session.get(TrainingTask, demo.task_id)
+        plan = build_run_plan(
+            session,
+            task,
+            run_id="manual__conf",
+            master_addr="127.0.0.1",
+            master_port=1,
+            triggered_by="alice",
+            conf={"epochs": 3, "node_count": 1, "env": {"OMP_NUM_THREADS": "4"}},
+        )
+        assert plan.parameters["epochs"] == 3 and plan.node_indices == ["single-0"]
+        assert plan.env["OMP_NUM_THREADS"] == "4" and plan.lineage["trigger"] == "manual"
+        with pytest.raises(InvalidInput) as refused:
+            build_run_plan(
+                session,
+                task,
+                run_id="manual__bad",
+                master_addr="127.0.0.1",
+                master_port=1,
+                triggered_by="alice",
+                conf={"epochs": 0, "dropout": 0.5},
+            )
+        fields = {problem.field for problem in refused.value.problems}
+        assert fields == {"parameters.epochs", "parameters.dropout"}
+
+
+def test_self_started_runs_train_on_the_newest_published_version(
+    catalog: CatalogHook, store: LocalFolderStore, tmp_path
+) -> None:
+    from octotrain.catalog.dataset_versions import DatasetVersions
+
+    seed(catalog, store)
+    task_id = add_task(catalog, name="nightly", schedule="@daily", retrain_on=["house-prices"])
+    rows = tmp_path / "rows.csv"
+    rows.write_text("x0,y\n1,2\n")
+    with catalog.session() as session:
+        versions = DatasetVersions(session, ADMIN, store)
+        for version in ("v2", "v3"):
+            versions.create("demo", "house-prices", {"version": version}, {"t.csv": rows})
+        versions.publish("demo", "house-prices", "v2")  # v3 stays awaiting release
+    with catalog.session() as session:
+        task = session.get(TrainingTask, task_id)
+        common = {"master_addr": "127.0.0.1", "master_port": 1, "triggered_by": ""}
+        scheduled = build_run_plan(
+            session, task, run_id="scheduled__x", trigger="scheduled", newest_data=True, **common
+        )
+        manual = build_run_plan(session, task, run_id="manual__x", **common)
+    assert [item.name for item in scheduled.data_inputs] == ["house-prices_v2"]
+    assert scheduled.lineage["data_inputs"][0]["version"] == "v2"
+    assert scheduled.lineage["trigger"] == "scheduled"
+    assert [item.name for item in manual.data_inputs] == ["house-prices_v1"]  # as saved

@@ -82,6 +82,13 @@ VALID = {
         "training_kind": "incremental",
         "input_models": models("house-price-model", *range(1, 11)),
     },
+    "cron schedule": {"schedule": "30 2 * * 1-5"},
+    "preset schedule": {"schedule": "@daily"},
+    "retrain on a published data input": {
+        "data_inputs": datasets("house-prices v1"),
+        "retrain_on": ["house-prices"],
+        "schedule": "@weekly",
+    },
 }
 
 
@@ -302,6 +309,32 @@ INVALID: dict[str, tuple[dict[str, Any], str, str]] = {
     # the document
     "unknown field": ({"gpu": 1}, "gpu", "is not a known field"),
     "unknown project": ({"project": "nope"}, "project", "project 'nope' does not exist"),
+    # scheduled retraining
+    "cron with six fields": ({"schedule": "0 0 * * * *"}, "schedule", "5 fields"),
+    "cron out of range": ({"schedule": "61 * * * *"}, "schedule", "not a valid cron"),
+    "cron that never fires": ({"schedule": "0 0 30 2 *"}, "schedule", "never fires"),
+    "unknown preset": ({"schedule": "@fortnightly"}, "schedule", "unknown preset"),
+    "retrain on a dataset that is no input": (
+        {"data_inputs": datasets("many v1"), "retrain_on": ["house-prices"]},
+        "retrain_on.0",
+        "is not one of the task's data inputs",
+    ),
+    "retrain on an unknown dataset": ({"retrain_on": ["nope"]}, "retrain_on.0", "does not exist"),
+    "retrain on a dataset without published version": (
+        {"data_inputs": datasets("imported v1"), "retrain_on": ["imported"]},
+        "retrain_on.0",
+        "has no published version, so it cannot trigger retraining",
+    ),
+    "retrain on an unannotated dataset": (
+        {"data_inputs": datasets("raw v1"), "retrain_on": ["raw"]},
+        "retrain_on.0",
+        "must be annotated",
+    ),
+    "retrain on a dataset twice": (
+        {"data_inputs": datasets("house-prices v1"), "retrain_on": ["house-prices"] * 2},
+        "retrain_on.1",
+        "listed twice",
+    ),
 }
 
 

@@ -8,7 +8,6 @@ which queues a run of the task that retrains on it. No scheduler runs here: runs
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import airflow_client.client as airflow_client
 import httpx
