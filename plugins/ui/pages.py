@@ -10,21 +10,24 @@ every call behind it requires Airflow's auth, as the API does.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import jinja2
 from airflow.api_fastapi.core_api.security import get_user
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi import Path as PathParameter
 from fastapi.responses import FileResponse, HTMLResponse
 from sqlalchemy import select
 
 from hooks.catalog import default_catalog
 from octotrain.catalog.access import Scope
-from octotrain.catalog.models import Run
+from octotrain.catalog.models import Run, RunState, TrainingTask
+from octotrain.catalog.projects import Projects
 from octotrain.catalog.views import RunView, TaskView
 from octotrain.contracts import dag_id_for, task_id_from_dag_id
 from octotrain.errors import NotFound
+from octotrain.task_choices import task_form_choices
+from octotrain.task_spec import MAX_VERSION_NUMBER
 from octotrain.tasks import ACTIVE_RUN_STATES, Tasks
 from plugins.api.auth import CurrentScope
 
@@ -36,6 +39,8 @@ STATIC_FILES = {
     "logs.js": (STATIC / "logs.js", "text/javascript"),
     "charts.js": (STATIC / "charts.js", "text/javascript"),
     "smoothing.js": (STATIC / "smoothing.js", "text/javascript"),
+    "task_form.js": (STATIC / "task_form.js", "text/javascript"),
+    "task_detail.js": (STATIC / "task_detail.js", "text/javascript"),
     "pages.css": (STATIC / "pages.css", "text/css"),
     "echarts.min.js": (HERE / "node_modules/echarts/dist/echarts.min.js", "text/javascript"),
 }
@@ -46,6 +51,8 @@ _templates = jinja2.Environment(
 )
 RECENT_RUNS = 5
 AirflowId = Annotated[str, PathParameter(min_length=1, max_length=250)]
+TaskId = Annotated[int, PathParameter(ge=1, le=MAX_VERSION_NUMBER)]
+RUN_STATES = tuple(str(state) for state in RunState)
 
 # Airflow's login on every route of this file (app.py requires it router-wide too).
 router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(get_user)])
@@ -98,19 +105,72 @@ def resources_page(
     return _run_page("resources.html", dag_id, run_id, request, scope)
 
 
+def _render(template: str, request: Request, **values: Any) -> HTMLResponse:
+    return HTMLResponse(
+        _templates.get_template(template).render(root=request.scope.get("root_path", ""), **values)
+    )
+
+
 @router.get("/tasks", response_class=HTMLResponse)
-def tasks_page(request: Request, scope: CurrentScope) -> HTMLResponse:
+def tasks_page(
+    request: Request,
+    scope: CurrentScope,
+    status: Annotated[str, Query(max_length=16)] = "",
+    q: Annotated[str, Query(max_length=64)] = "",
+) -> HTMLResponse:
     """The "Training tasks" entry of Airflow's navigation: the tasks of the user's projects,
-    by project, each with its latest runs and their Metrics, Resources and Logs tabs."""
+    by project, each with its latest runs and their Metrics, Resources and Logs tabs; filtered
+    by the last run's status (``never``: not run yet) and a part of the name."""
     with default_catalog().session() as session:
         tasks = [
             (TaskView.of(task), [RunView.of(run) for run in reversed(task.runs[-RECENT_RUNS:])])
             for task in Tasks(session, scope).list()
+            if q.casefold() in task.name.casefold() and status in ("", _last_state(task))
         ]
-    page = _templates.get_template("tasks.html").render(
-        root=request.scope.get("root_path", ""), tasks=tasks, dag_id_for=dag_id_for
+        projects = [project.name for project in Projects(session, scope).list()]
+    groups = [(name, [item for item in tasks if item[0].project == name]) for name in projects]
+    return _render("tasks.html", request, groups=groups, status=status, q=q, states=RUN_STATES,
+                   dag_id_for=dag_id_for)  # fmt: skip
+
+
+def _last_state(task: TrainingTask) -> str:
+    return str(task.runs[-1].state) if task.runs else "never"
+
+
+@router.get("/tasks/new", response_class=HTMLResponse)
+def new_task_page(
+    request: Request,
+    scope: CurrentScope,
+    project: Annotated[str, Query(min_length=1, max_length=64)],
+) -> HTMLResponse:
+    """The manual's "Creating a training task", steps 2-7, with the project's choices."""
+    with default_catalog().session() as session:
+        choices = task_form_choices(session, scope.project(session, project))
+    return _render("task_form.html", request, choices=choices, task=None)
+
+
+@router.get("/tasks/{task_id}/edit", response_class=HTMLResponse)
+def edit_task_page(task_id: TaskId, request: Request, scope: CurrentScope) -> HTMLResponse:
+    with default_catalog().session() as session:
+        task = Tasks(session, scope).get(task_id)
+        choices = task_form_choices(session, task.project)
+        view = TaskView.of(task)
+    return _render("task_form.html", request, choices=choices, task=view)
+
+
+@router.get("/tasks/{task_id}", response_class=HTMLResponse)
+def task_page(task_id: TaskId, request: Request, scope: CurrentScope) -> HTMLResponse:
+    """One task: its settings, its runs (each with its Logs, Metrics and Resources tabs), and
+    run now (with settings for this run), stop, copy, edit and delete."""
+    with default_catalog().session() as session:
+        task = Tasks(session, scope).get(task_id)
+        choices = task_form_choices(session, task.project)
+        view = TaskView.of(task)
+        runs = [RunView.of(run) for run in reversed(task.runs)]
+    algorithm = next(
+        (item for item in choices["algorithms"] if item["name"] == view.algorithm), None
     )
-    return HTMLResponse(page)
+    return _render("task_detail.html", request, task=view, runs=runs, algorithm=algorithm)
 
 
 @router.get("/static/{name}")

@@ -62,11 +62,68 @@ def test_the_training_tasks_page_lists_the_users_tasks_and_their_runs(api: Api) 
     assert api.client.get("/ui/tasks").status_code == 401
 
 
+def test_the_list_filters_by_last_run_status_and_name(api: Api) -> None:
+    alice = api.as_user("alice")
+    for name in ("filter-alpha", "filter-beta"):
+        api.client.post("/api/v1/tasks", json=VALID_TASK | {"name": name}, headers=alice)
+    listed = api.client.get("/ui/tasks", params={"q": "ALPHA"}, headers=alice).text
+    assert "filter-alpha" in listed and "filter-beta" not in listed
+    never = api.client.get("/ui/tasks", params={"status": "never", "q": "filter"}, headers=alice)
+    assert "filter-alpha" in never.text and "filter-beta" in never.text
+    failed = api.client.get("/ui/tasks", params={"status": "failed", "q": "filter"}, headers=alice)
+    assert "filter-alpha" not in failed.text
+    assert 'href="/ui/tasks/new?project=demo"' in listed
+
+
+def test_the_new_task_form_offers_only_what_the_rules_accept(api: Api) -> None:
+    import json
+    import re
+
+    alice = api.as_user("alice")
+    page = api.client.get("/ui/tasks/new", params={"project": "demo"}, headers=alice)
+    assert page.status_code == 200
+    embedded = re.search(r'<script type="application/json" id="choices">(.*?)</script>', page.text)
+    choices = json.loads(embedded.group(1))
+    datasets = {item["name"]: item for item in choices["datasets"]}
+    assert "raw" not in datasets  # unannotated
+    assert datasets["pending"]["versions"] == []  # importing / failed versions are not offered
+    assert datasets["imported"]["versions"] == ["v1"] and not datasets["imported"]["published"]
+    assert {spec["kind"] for spec in choices["resource_specs"]} >= {"cce", "modelarts"}
+    algorithm = next(a for a in choices["algorithms"] if a["name"] == "linear-regression-numpy")
+    assert {p["name"] for p in algorithm["parameters"]} >= {"epochs"}
+    assert api.client.get("/ui/tasks/new", params={"project": "other"},
+                          headers=api.as_user("carol")).status_code == 404  # fmt: skip
+
+
+def test_the_task_page_shows_the_task_and_is_only_for_members(api: Api) -> None:
+    alice = api.as_user("alice")
+    task = api.client.post(
+        "/api/v1/tasks",
+        json=VALID_TASK | {"name": "detail-<b>", "schedule": "@daily"},
+        headers=alice,
+    )
+    assert task.status_code == 422  # '<' is not a name character: nothing to show
+    task = api.client.post(
+        "/api/v1/tasks", json=VALID_TASK | {"name": "detail-task", "schedule": "@daily"},
+        headers=alice,
+    ).json()  # fmt: skip
+    page = api.client.get(f"/ui/tasks/{task['id']}", headers=alice)
+    assert (
+        page.status_code == 200
+        and "detail-task" in page.text
+        and "<code>@daily</code>" in page.text
+    )
+    edit = api.client.get(f"/ui/tasks/{task['id']}/edit", headers=alice)
+    assert edit.status_code == 200 and '"name": "detail-task"' in edit.text
+    assert api.client.get(f"/ui/tasks/{task['id']}", headers=api.as_user("bob")).status_code == 404
+
+
 def test_the_pages_own_files_are_served_behind_the_login(api: Api) -> None:
     alice = api.as_user("alice")
-    script = api.client.get("/ui/static/logs.js", headers=alice)
-    assert script.status_code == 200 and "textContent" in script.text
-    assert "innerHTML" not in script.text  # log text is never parsed as HTML
+    for name in ("logs.js", "task_form.js", "task_detail.js"):
+        script = api.client.get(f"/ui/static/{name}", headers=alice)
+        assert script.status_code == 200 and "textContent" in script.text
+        assert "innerHTML" not in script.text  # catalog text is never parsed as HTML
     assert api.client.get("/ui/static/pages.css", headers=alice).status_code == 200
     echarts = api.client.get("/ui/static/echarts.min.js", headers=alice)
     assert echarts.status_code == 200 and "echarts" in echarts.text[:2000].lower()
