@@ -1,6 +1,7 @@
 """A real Airflow api-server for tests that talk to Airflow over HTTP: its own AIRFLOW_HOME,
 metadata DB and catalog, Octotrain's DAGs serialized, bound to 127.0.0.1 on a free port, and
-stopped (with its whole process group) when the test module is done."""
+stopped (with its whole process group) when the test module is done. Tests that need runs to
+run also start a scheduler (LocalExecutor) and a dag-processor beside it."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ class LiveAirflow:
         )
 
 
-def airflow_env(root: Path, octotrain: dict[str, str]) -> dict[str, str]:
+def airflow_env(root: Path, octotrain: dict[str, str], port: int = 0) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "OCTOTRAIN_"))}
     return (
         env
@@ -51,16 +52,23 @@ def airflow_env(root: Path, octotrain: dict[str, str]) -> dict[str, str]:
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{root / 'airflow.db'}",
             "AIRFLOW__API_AUTH__JWT_SECRET": "live-airflow-tests-" + "0123456789abcdef" * 4,
+            "AIRFLOW__API__SECRET_KEY": "live-airflow-tests-secret",
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+            "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "1",
+            "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
             "PYTHONPATH": str(REPO_ROOT),
         }
     )
 
 
 @contextmanager
-def live_airflow(root: Path, octotrain: dict[str, str]) -> Iterator[LiveAirflow]:
-    """Migrate, serialize the DAGs of the catalog in ``octotrain`` settings, start the server."""
-    env = airflow_env(root, octotrain)
+def live_airflow(
+    root: Path, octotrain: dict[str, str], *, components: tuple[str, ...] = ()
+) -> Iterator[LiveAirflow]:
+    """Migrate, serialize the DAGs of the catalog in ``octotrain`` settings, start the server
+    and the other ``components`` (``scheduler``, ``dag-processor``)."""
     port = free_port()
+    env = airflow_env(root, octotrain, port)
     log = root / "api-server.log"
     for step in (["db", "migrate"], ["dags", "reserialize"]):
         done = subprocess.run(
@@ -73,6 +81,13 @@ def live_airflow(root: Path, octotrain: dict[str, str]) -> Iterator[LiveAirflow]
              "--port", str(port)],
             env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
+    processes = [server]
+    for component in components:
+        with (root / f"{component}.log").open("wb") as output:
+            processes.append(
+                subprocess.Popen([sys.executable, "-m", "airflow", component], env=env,
+                                 stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+            )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_healthy(url, server, log)
@@ -80,12 +95,21 @@ def live_airflow(root: Path, octotrain: dict[str, str]) -> Iterator[LiveAirflow]
         password = json.loads(passwords.read_text())["admin"]
         yield LiveAirflow(url=url, env=env, password=password, log=log)
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+        for process in processes:
+            _stop(process)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the process group (the scheduler's task processes included), then SIGKILL."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 def _wait_healthy(url: str, server: subprocess.Popen[bytes], log: Path) -> None:
