@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated
 
 import typer
@@ -12,6 +13,8 @@ from hooks.airflow_rest import TERMINAL_RUN_STATES, AirflowRestClient, wait_unti
 from hooks.run_stops import request_stop
 from octotrain.catalog.views import RunView, TaskView
 from octotrain.contracts import dag_id_for
+from octotrain.errors import InvalidInput, InvalidTrigger
+from octotrain.planning import resolve_run
 from octotrain.settings import get_settings
 from octotrain.tasks import Tasks
 
@@ -98,6 +101,10 @@ def delete_task(task_id: TaskId, as_json: JsonOption = False) -> None:
 @tasks_app.command("run", help="Start a run through Airflow's REST API.")
 def run_task(
     task_id: TaskId,
+    conf: Annotated[
+        str,
+        typer.Option(help='This run\'s settings as JSON, e.g. \'{"epochs": 5, "node_count": 1}\'.'),
+    ] = "{}",
     wait: Annotated[bool, typer.Option(help="Wait until the run ends.")] = False,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the DAG and run.")] = 900,
     as_json: JsonOption = False,
@@ -105,13 +112,17 @@ def run_task(
     settings = get_settings()
     dag_id = dag_id_for(task_id)
     with reported(as_json=as_json):
-        with catalog_session() as session:
-            Tasks(session, cli_scope()).recheck(task_id)  # refuse before Airflow is asked
+        settings_of_run = parse_conf(conf)
+        with catalog_session() as session:  # refuse before Airflow is asked
+            try:
+                resolve_run(session, Tasks(session, cli_scope()).get(task_id), conf=settings_of_run)
+            except InvalidInput as refused:
+                raise InvalidTrigger(refused.problems) from None
         airflow = AirflowRestClient.from_settings(settings)
         wait_until(f"Airflow to parse DAG {dag_id}", lambda: airflow.dag_exists(dag_id),
                    timeout=timeout)  # fmt: skip
         airflow.unpause(dag_id)
-        run_id = airflow.trigger(dag_id)
+        run_id = airflow.trigger(dag_id, settings_of_run)
         state = "queued"
         if wait:
             state = wait_until(
@@ -123,6 +134,16 @@ def run_task(
              as_json=as_json)  # fmt: skip
     if wait and state != "success":
         raise typer.Exit(1)
+
+
+def parse_conf(text: str) -> dict[str, object]:
+    try:
+        conf = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InvalidTrigger.one("conf", f"is not JSON: {error}") from None
+    if not isinstance(conf, dict):
+        raise InvalidTrigger.one("conf", "must be a JSON object")
+    return conf
 
 
 @tasks_app.command("stop", help="Stop a run: every node stops, its logs are kept.")

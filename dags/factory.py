@@ -34,11 +34,7 @@ from octotrain.schedules import CRON_PRESETS
 from octotrain.settings import get_settings
 from operators.archive_model import ArchiveModelOperator
 from operators.collect_logs import CollectLogsOperator
-from operators.collect_pod_logs import CollectPodLogsOperator
-from operators.delete_service import DeleteRunServiceOperator
 from operators.launch_local import LaunchLocalNodeOperator
-from operators.launch_pod import LaunchNodePodOperator
-from operators.prepare_pods import PreparePodsOperator
 from operators.stage_data import StageDataOperator
 from operators.validate import ValidateTaskOperator
 
@@ -96,15 +92,7 @@ def build_task_dag(
         validate = ValidateTaskOperator(task_id="validate")
         archive = ArchiveModelOperator(task_id="archive_model")
         if on_kubernetes:
-            stage: BaseOperator = PreparePodsOperator(task_id="stage_data")
-            launch = LaunchNodePodOperator.partial(
-                task_id="launch", map_index_template="{{ task.node_index }}"
-            ).expand(node_index=validate.output)
-            collect: BaseOperator = CollectPodLogsOperator(
-                task_id="collect_logs", trigger_rule=TriggerRule.ALL_DONE
-            )
-            teardown = DeleteRunServiceOperator(task_id="delete_service").as_teardown(setups=stage)
-            [collect, archive] >> teardown
+            stage, launch, collect = _pod_stages(validate, archive)
         else:
             stage = StageDataOperator(task_id="stage_data")
             launch = LaunchLocalNodeOperator.partial(
@@ -114,6 +102,29 @@ def build_task_dag(
         validate >> stage >> launch >> collect >> archive
         launch >> archive
     return dag
+
+
+def _pod_stages(validate: BaseOperator, archive: BaseOperator) -> tuple[BaseOperator, Any, Any]:
+    """stage_data, launch (a pod per node) and collect_logs of the Kubernetes launcher, and the
+    teardown that deletes the run's Service.
+
+    Imported here, not at the top: the cncf.kubernetes provider and the kubernetes clients take
+    about 2 s to import, which every task process of the local launcher would otherwise pay
+    when it parses this DAG file (bench.trigger measures it).
+    """
+    from operators.collect_pod_logs import CollectPodLogsOperator
+    from operators.delete_service import DeleteRunServiceOperator
+    from operators.launch_pod import LaunchNodePodOperator
+    from operators.prepare_pods import PreparePodsOperator
+
+    stage = PreparePodsOperator(task_id="stage_data")
+    launch = LaunchNodePodOperator.partial(
+        task_id="launch", map_index_template="{{ task.node_index }}"
+    ).expand(node_index=validate.output)
+    collect = CollectPodLogsOperator(task_id="collect_logs", trigger_rule=TriggerRule.ALL_DONE)
+    teardown = DeleteRunServiceOperator(task_id="delete_service").as_teardown(setups=stage)
+    [collect, archive] >> teardown
+    return stage, launch, collect
 
 
 def build_all_dags(catalog_url: str | None = None) -> dict[str, DAG]:

@@ -48,11 +48,6 @@ class Tasks:
         """Judge a task document without saving it (the form's live check, ``--dry-run``)."""
         return check_task(self.session, self.scope, document)
 
-    def recheck(self, task_id: int) -> ResolvedTask:
-        """Judge a saved task against the catalog as it is now (before starting a run)."""
-        task = self.get(task_id)
-        return check_task(self.session, self.scope, task.spec, current=task)
-
     def create(self, document: object) -> TrainingTask:
         resolved = check_task(self.session, self.scope, document)
         task = TrainingTask(

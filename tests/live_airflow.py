@@ -41,14 +41,16 @@ class LiveAirflow:
         )
 
 
-def airflow_env(root: Path, octotrain: dict[str, str], port: int = 0) -> dict[str, str]:
+def airflow_env(
+    root: Path, octotrain: dict[str, str], port: int = 0, dags_folder: Path | None = None
+) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "OCTOTRAIN_"))}
     return (
         env
         | octotrain
         | {
             "AIRFLOW_HOME": str(root / "airflow"),
-            "AIRFLOW__CORE__DAGS_FOLDER": str(REPO_ROOT / "dags"),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(dags_folder or REPO_ROOT / "dags"),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{root / 'airflow.db'}",
             "AIRFLOW__API_AUTH__JWT_SECRET": "live-airflow-tests-" + "0123456789abcdef" * 4,
@@ -63,12 +65,17 @@ def airflow_env(root: Path, octotrain: dict[str, str], port: int = 0) -> dict[st
 
 @contextmanager
 def live_airflow(
-    root: Path, octotrain: dict[str, str], *, components: tuple[str, ...] = ()
+    root: Path,
+    octotrain: dict[str, str],
+    *,
+    components: tuple[str, ...] = (),
+    dags_folder: Path | None = None,
 ) -> Iterator[LiveAirflow]:
-    """Migrate, serialize the DAGs of the catalog in ``octotrain`` settings, start the server
-    and the other ``components`` (``scheduler``, ``dag-processor``)."""
+    """Migrate, serialize the DAGs of the catalog in ``octotrain`` settings (from Octotrain's
+    ``dags/`` or ``dags_folder``), start the server and the other ``components``
+    (``scheduler``, ``dag-processor``)."""
     port = free_port()
-    env = airflow_env(root, octotrain, port)
+    env = airflow_env(root, octotrain, port, dags_folder)
     log = root / "api-server.log"
     for step in (["db", "migrate"], ["dags", "reserialize"]):
         done = subprocess.run(

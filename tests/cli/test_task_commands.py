@@ -162,6 +162,28 @@ def test_task_run_refuses_a_broken_task_before_asking_airflow(
         catalog.dispose()
 
 
+def test_task_run_passes_this_runs_settings_and_refuses_bad_ones_before_airflow(
+    airflow_with_demo: LiveAirflow,
+) -> None:
+    runner = CliRunner()
+    result = runner.invoke(app, ["task", "run", "1", "--conf", '{"epochs": 3}', "--json"])
+    assert result.exit_code == 0, result.output
+    run_id = json.loads(result.stdout)["run_id"]
+    [run] = [
+        r for r in dag_runs(airflow_with_demo, "octotrain_task_1") if r["dag_run_id"] == run_id
+    ]
+    assert run["conf"] == {"epochs": 3}
+    before = len(dag_runs(airflow_with_demo, "octotrain_task_1"))
+    for conf, words in (
+        ('{"epochs": 0}', "parameters.epochs: must be within [1, 100000], got 0"),
+        ("[1]", "conf: must be a JSON object"),
+        ("{epochs", "conf: is not JSON"),
+    ):
+        refused = runner.invoke(app, ["task", "run", "1", "--conf", conf])
+        assert refused.exit_code == 1 and words in refused.stderr, refused.stderr
+    assert len(dag_runs(airflow_with_demo, "octotrain_task_1")) == before
+
+
 def test_task_run_says_when_airflow_cannot_be_reached(
     airflow_with_demo: LiveAirflow, monkeypatch: pytest.MonkeyPatch
 ) -> None:

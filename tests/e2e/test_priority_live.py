@@ -58,6 +58,7 @@ def test_the_higher_priority_run_takes_the_scarce_slot_first(
     )
     headers = {"Authorization": f"Bearer {login.json()['access_token']}"}
     http = httpx.Client(base_url=f"{server.url}/api/v2", headers=headers, timeout=30)
+
     def open_slots(slots: int) -> None:
         answer = http.patch(
             "/pools/default_pool", params={"update_mask": "slots"}, json={"slots": slots}
