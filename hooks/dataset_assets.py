@@ -67,5 +67,6 @@ def _register_event(uri: str, extra: dict[str, object]) -> bool:
         event = asset_manager.register_asset_change(
             asset=asset, extra=extra, source_is_api=True, session=session
         )
-    log.info("asset event %s of %s", event, uri)
-    return event is not None
+        registered = event is not None
+    log.info("asset event of %s: %s", uri, "registered" if registered else "refused")
+    return registered

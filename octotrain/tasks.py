@@ -106,10 +106,10 @@ class Tasks:
         self, task: TrainingTask, airflow_run_id: str, *, triggered_by: str, node_count: int
     ) -> Run:
         """The run a trigger just started, queued until ``validate`` takes it over (the same
-        row, found by its Airflow run id); a retried trigger finds the row it made."""
-        found = self.session.scalars(
-            select(Run).where(Run.task_id == task.id, Run.airflow_run_id == airflow_run_id)
-        ).one_or_none()
+        row, found by its Airflow run id); a retried trigger finds the row it made, also when
+        the retry races the first try (the row's unique key decides, in a savepoint)."""
+        query = select(Run).where(Run.task_id == task.id, Run.airflow_run_id == airflow_run_id)
+        found = self.session.scalars(query).one_or_none()
         if found is not None:
             return found
         run = Run(
@@ -120,8 +120,11 @@ class Tasks:
             trigger="manual",
             node_count=node_count,
         )
-        self.session.add(run)
-        self.session.flush()
+        try:
+            with self.session.begin_nested():
+                self.session.add(run)
+        except IntegrityError:
+            return self.session.scalars(query).one()
         return run
 
     def run(self, task_id: int, run_id: int) -> Run:

@@ -42,7 +42,11 @@ class LiveAirflow:
 
 
 def airflow_env(
-    root: Path, octotrain: dict[str, str], port: int = 0, dags_folder: Path | None = None
+    root: Path,
+    octotrain: dict[str, str],
+    port: int = 0,
+    dags_folder: Path | None = None,
+    metadata_url: str | None = None,
 ) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "OCTOTRAIN_"))}
     return (
@@ -52,7 +56,8 @@ def airflow_env(
             "AIRFLOW_HOME": str(root / "airflow"),
             "AIRFLOW__CORE__DAGS_FOLDER": str(dags_folder or REPO_ROOT / "dags"),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{root / 'airflow.db'}",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": metadata_url
+            or f"sqlite:///{root / 'airflow.db'}",
             "AIRFLOW__API_AUTH__JWT_SECRET": "live-airflow-tests-" + "0123456789abcdef" * 4,
             "AIRFLOW__API__SECRET_KEY": "live-airflow-tests-secret",
             "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
@@ -70,12 +75,13 @@ def live_airflow(
     *,
     components: tuple[str, ...] = (),
     dags_folder: Path | None = None,
+    metadata_url: str | None = None,
 ) -> Iterator[LiveAirflow]:
     """Migrate, serialize the DAGs of the catalog in ``octotrain`` settings (from Octotrain's
     ``dags/`` or ``dags_folder``), start the server and the other ``components``
-    (``scheduler``, ``dag-processor``)."""
+    (``scheduler``, ``dag-processor``); the metadata DB is SQLite unless ``metadata_url``."""
     port = free_port()
-    env = airflow_env(root, octotrain, port, dags_folder)
+    env = airflow_env(root, octotrain, port, dags_folder, metadata_url)
     log = root / "api-server.log"
     for step in (["db", "migrate"], ["dags", "reserialize"]):
         done = subprocess.run(

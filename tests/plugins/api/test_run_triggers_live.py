@@ -24,18 +24,33 @@ from octotrain.catalog.dataset_versions import DatasetVersions
 from octotrain.contracts import dag_id_for
 from octotrain.retraining import dataset_asset_uri
 from octotrain.settings import get_settings
+from tests.conftest import BACKENDS, postgres_database
 from tests.factories import ADMIN, add_task, seed
 from tests.live_airflow import LiveAirflow, live_airflow
 
 PLUGIN = "/octotrain/api/v1"
 
 
-@pytest.fixture(scope="module")
-def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveAirflow, dict]]:
+@pytest.fixture(scope="module", params=BACKENDS)
+def airflow(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[LiveAirflow, dict]]:
     """Airflow with the demo task, a task that retrains on house-prices daily, and a version
-    v2 of house-prices awaiting release."""
-    root = tmp_path_factory.mktemp("live-runs")
+    v2 of house-prices awaiting release; Airflow's metadata DB and the catalog on SQLite, or
+    both on PostgreSQL (each its own database)."""
+    root = tmp_path_factory.mktemp(f"live-runs-{request.param}")
+    databases = [postgres_database() for _ in range(2)] if request.param == "postgresql" else []
+    metadata_url, catalog_url = (
+        (next(database) for database in databases)
+        if databases
+        else (
+            None,
+            None,
+        )
+    )
     settings = {"OCTOTRAIN_STATE_DIR": str(root / "state")}
+    if catalog_url:
+        settings["OCTOTRAIN_CATALOG_URL"] = catalog_url
     with pytest.MonkeyPatch.context() as patch:
         for key, value in settings.items():
             patch.setenv(key, value)
@@ -54,9 +69,11 @@ def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveAirf
                 "demo", "house-prices", {"version": "v2"}, {"train.csv": rows}
             )
         catalog.dispose()
-        with live_airflow(root, settings) as server:
+        with live_airflow(root, settings, metadata_url=metadata_url) as server:
             yield server, {"demo": demo.task_id, "nightly": retrains}
     get_settings.cache_clear()
+    for database in databases:
+        next(database, None)  # drops it
 
 
 def token(server: LiveAirflow) -> str:
@@ -150,6 +167,22 @@ def test_the_plugin_starts_a_judged_run_once_per_request_id(
     assert other.status_code == 409 and "other settings" in other.json()["detail"]
     listed = plugin.get(f"/tasks/{task}/runs").json()
     assert [run["airflow_run_id"] for run in listed].count("request__retry-me-1") == 1
+
+
+def test_retries_racing_with_the_same_request_id_get_one_run(
+    airflow: tuple[LiveAirflow, dict], client: airflow_client.ApiClient, plugin: httpx.Client
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    _server, tasks = airflow
+    task = tasks["demo"]
+    body = {"request_id": "raced-1", "conf": {"epochs": 11}}
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        answers = list(pool.map(lambda _: plugin.post(f"/tasks/{task}/runs", json=body), range(4)))
+    assert all(answer.status_code in (200, 201) for answer in answers), [a.text for a in answers]
+    assert [answer.json()["created"] for answer in answers].count(True) == 1
+    assert {answer.json()["run"]["id"] for answer in answers} == {answers[0].json()["run"]["id"]}
+    assert run_ids(client, dag_id_for(task)).count("request__raced-1") == 1
 
 
 def test_the_plugin_refuses_bad_settings_with_the_field_and_starts_nothing(
