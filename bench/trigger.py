@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import statistics
 import tempfile
@@ -30,11 +29,10 @@ import httpx
 from sqlalchemy import select
 
 from hooks.catalog import CatalogHook
-from hooks.local_store import LocalFolderStore
 from octotrain.catalog.models import Algorithm
-from octotrain.settings import REPO_ROOT, get_settings
-from tests.factories import add_command_algorithm, add_task, seed
-from tests.live_airflow import live_airflow
+from octotrain.settings import REPO_ROOT
+from tests.factories import add_command_algorithm, add_task
+from tests.live_airflow import demo_airflow
 
 TRAINING_SECONDS = 10
 # Writes its start (wall clock) as one JSON line, trains for TRAINING_SECONDS, then writes its
@@ -106,20 +104,19 @@ def main() -> None:
     (dags / "training_tasks.py").write_text((REPO_ROOT / "dags/training_tasks.py").read_text())
     command = "RUN_ID={{ run_id }} python -c " + shlex.quote(TRAINING)
     (dags / "bare_bash.py").write_text(BARE_DAG.format(command=command, marks=str(marks)))
+
+    def ten_seconds_task(catalog: CatalogHook, _store: object, _demo: object) -> int:
+        add_command_algorithm(catalog, "ten-seconds", TRAINING)
+        with catalog.session() as session:
+            algorithm = session.scalars(select(Algorithm).where(Algorithm.name == "ten-seconds"))
+            algorithm.one().env = {"BENCH_MARKS": str(marks)}
+        return add_task(catalog, name="ten-seconds", algorithm="ten-seconds", parameters={},
+                        node_count=1)  # fmt: skip
+
     settings = {"OCTOTRAIN_STATE_DIR": str(root / "state")}
-    os.environ.update(settings)
-    get_settings.cache_clear()
-    catalog = CatalogHook(get_settings().catalog_url)
-    catalog.migrate()
-    seed(catalog, LocalFolderStore(root / "state" / "objects"))
-    add_command_algorithm(catalog, "ten-seconds", TRAINING)
-    with catalog.session() as session:
-        algorithm = session.scalars(select(Algorithm).where(Algorithm.name == "ten-seconds")).one()
-        algorithm.env = {"BENCH_MARKS": str(marks)}
-    task_id = add_task(catalog, name="ten-seconds", algorithm="ten-seconds", parameters={},
-                       node_count=1)  # fmt: skip
-    catalog.dispose()
-    with live_airflow(root, settings, components=("scheduler",), dags_folder=dags) as server:
+    with demo_airflow(
+        root, settings, ten_seconds_task, components=("scheduler",), dags_folder=dags
+    ) as (server, task_id):
         token = httpx.post(f"{server.url}/auth/token",
                            json={"username": "admin", "password": server.password})  # fmt: skip
         headers = {"Authorization": f"Bearer {token.json()['access_token']}"}

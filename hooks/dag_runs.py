@@ -27,6 +27,7 @@ from airflow.utils.state import DagRunState
 from airflow.utils.types import DagRunTriggeredByType, DagRunType
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from octotrain.catalog.access import Forbidden
 from octotrain.errors import Conflict, FieldProblem, InvalidTrigger, NotFound
@@ -84,7 +85,7 @@ def trigger_dag_run(
 
 
 def _found(
-    session: Any, dag_id: str, run_id: str | None, conf: dict[str, Any]
+    session: Session, dag_id: str, run_id: str | None, conf: dict[str, Any]
 ) -> TriggeredRun | None:
     if run_id is None:
         return None
@@ -100,7 +101,7 @@ def _found(
 
 
 def _create(
-    session: Any,
+    session: Session,
     dag_id: str,
     run_id: str | None,
     conf: dict[str, Any],

@@ -11,15 +11,23 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 import httpx
+import pytest
 
+from cli.demo import DemoSeed
+from hooks.catalog import CatalogHook
 from hooks.local_process import free_port
-from octotrain.settings import REPO_ROOT
+from hooks.local_store import LocalFolderStore
+from octotrain.settings import REPO_ROOT, get_settings
+from tests.factories import seed
+
+T = TypeVar("T")
 
 STARTUP_SECONDS = 120
 
@@ -137,3 +145,30 @@ def _wait_healthy(url: str, server: subprocess.Popen[bytes], log: Path) -> None:
             pass
         time.sleep(0.5)
     raise AssertionError(f"api-server not healthy in {STARTUP_SECONDS}s: {log.read_text()[-3000:]}")
+
+
+@contextmanager
+def demo_airflow(
+    root: Path,
+    settings: dict[str, str],
+    prepare: Callable[[CatalogHook, LocalFolderStore, DemoSeed], T] | None = None,
+    **options: Any,
+) -> Iterator[tuple[LiveAirflow, T | None]]:
+    """``live_airflow`` over a catalog seeded with the demo (``settings`` in this process's
+    environment meanwhile); ``prepare`` adds to the catalog (given the demo's ids) before the
+    DAGs are serialized, and what it returns comes with the server."""
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in settings.items():
+            patch.setenv(key, value)
+        get_settings.cache_clear()
+        catalog = CatalogHook(get_settings().catalog_url)
+        catalog.migrate()
+        store = LocalFolderStore(get_settings().state_dir / "objects")
+        demo = seed(catalog, store)
+        prepared = prepare(catalog, store, demo) if prepare else None
+        catalog.dispose()
+        try:
+            with live_airflow(root, settings, **options) as server:
+                yield server, prepared
+        finally:
+            get_settings.cache_clear()

@@ -15,13 +15,11 @@ from typer.testing import CliRunner
 from cli.main import app
 from hooks.catalog import CatalogHook
 from hooks.local_process import RunAbortMarker
-from hooks.local_store import LocalFolderStore
 from octotrain.catalog.models import Run, RunState, TrainingTask
 from octotrain.planning import run_key
 from octotrain.settings import get_settings
 from tests.cli.conftest import Cli
-from tests.factories import seed
-from tests.live_airflow import LiveAirflow, live_airflow
+from tests.live_airflow import LiveAirflow, demo_airflow
 
 TASK_YAML = """\
 project: demo
@@ -96,21 +94,14 @@ def test_status_and_logs_of_a_run(cli: Cli, catalog: CatalogHook, octotrain_env:
 @pytest.fixture(scope="module")
 def airflow_with_demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveAirflow]:
     root = tmp_path_factory.mktemp("live")
-    settings = {"OCTOTRAIN_STATE_DIR": str(root / "state")}
-    with pytest.MonkeyPatch.context() as patch:
-        for key, value in settings.items():
-            patch.setenv(key, value)
+    with (
+        demo_airflow(root, {"OCTOTRAIN_STATE_DIR": str(root / "state")}) as (airflow, _),
+        pytest.MonkeyPatch.context() as patch,
+    ):
+        patch.setenv("OCTOTRAIN_AIRFLOW_API_URL", airflow.url)
+        patch.setenv("OCTOTRAIN_AIRFLOW_PASSWORD", airflow.password)
         get_settings.cache_clear()
-        catalog = CatalogHook(get_settings().catalog_url)
-        catalog.migrate()
-        seed(catalog, LocalFolderStore(root / "state" / "objects"))
-        catalog.dispose()
-        with live_airflow(root, settings) as airflow:
-            patch.setenv("OCTOTRAIN_AIRFLOW_API_URL", airflow.url)
-            patch.setenv("OCTOTRAIN_AIRFLOW_PASSWORD", airflow.password)
-            get_settings.cache_clear()
-            yield airflow
-    get_settings.cache_clear()
+        yield airflow
 
 
 def dag_runs(airflow: LiveAirflow, dag_id: str) -> list[dict[str, object]]:

@@ -12,32 +12,24 @@ import httpx
 import pytest
 
 from hooks.catalog import CatalogHook
-from hooks.local_store import LocalFolderStore
 from octotrain.contracts import dag_id_for
-from octotrain.settings import get_settings
-from tests.factories import add_task, seed
-from tests.live_airflow import LiveAirflow, live_airflow
+from tests.factories import add_task
+from tests.live_airflow import LiveAirflow, demo_airflow
 
 
 @pytest.fixture(scope="module")
 def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveAirflow, dict]]:
     root = tmp_path_factory.mktemp("priority")
-    settings = {"OCTOTRAIN_STATE_DIR": str(root / "state")}
-    with pytest.MonkeyPatch.context() as patch:
-        for key, value in settings.items():
-            patch.setenv(key, value)
-        get_settings.cache_clear()
-        catalog = CatalogHook(get_settings().catalog_url)
-        catalog.migrate()
-        seed(catalog, LocalFolderStore(root / "state" / "objects"))
-        tasks = {
+
+    def two_tasks(catalog: CatalogHook, _store: object, _demo: object) -> dict[str, int]:
+        return {
             "low": add_task(catalog, name="low", priority=-50, node_count=1),
             "high": add_task(catalog, name="high", priority=50, node_count=1),
         }
-        catalog.dispose()
-        with live_airflow(root, settings, components=("scheduler",)) as server:
-            yield server, tasks
-    get_settings.cache_clear()
+
+    settings = {"OCTOTRAIN_STATE_DIR": str(root / "state")}
+    with demo_airflow(root, settings, two_tasks, components=("scheduler",)) as (server, tasks):
+        yield server, tasks
 
 
 def wait_for(what: str, check, timeout: float = 90) -> object:

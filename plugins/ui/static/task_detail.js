@@ -175,4 +175,5 @@
   document.getElementById("run-form").addEventListener("submit", runNow);
   showRunSettings();
   showRuns();
+  page.dataset.ready = "true";
 })();

@@ -223,4 +223,5 @@
   field("resource_spec").addEventListener("change", showKind);
   for (const radio of form.querySelectorAll("input[name=training_kind]")) radio.addEventListener("change", showKind);
   form.addEventListener("submit", submit);
+  form.dataset.ready = "true";
 })();

@@ -18,15 +18,15 @@ from airflow_client.client.api.dag_run_api import DagRunApi
 from airflow_client.client.exceptions import ApiException
 from airflow_client.client.models.trigger_dag_run_post_body import TriggerDAGRunPostBody
 
+from cli.demo import DemoSeed
 from hooks.catalog import CatalogHook
 from hooks.local_store import LocalFolderStore
 from octotrain.catalog.dataset_versions import DatasetVersions
 from octotrain.contracts import dag_id_for
 from octotrain.retraining import dataset_asset_uri
-from octotrain.settings import get_settings
 from tests.conftest import BACKENDS, postgres_database
-from tests.factories import ADMIN, add_task, seed
-from tests.live_airflow import LiveAirflow, live_airflow
+from tests.factories import ADMIN, add_task
+from tests.live_airflow import LiveAirflow, demo_airflow
 
 PLUGIN = "/octotrain/api/v1"
 
@@ -51,14 +51,8 @@ def airflow(
     settings = {"OCTOTRAIN_STATE_DIR": str(root / "state")}
     if catalog_url:
         settings["OCTOTRAIN_CATALOG_URL"] = catalog_url
-    with pytest.MonkeyPatch.context() as patch:
-        for key, value in settings.items():
-            patch.setenv(key, value)
-        get_settings.cache_clear()
-        catalog = CatalogHook(get_settings().catalog_url)
-        catalog.migrate()
-        store = LocalFolderStore(root / "state" / "objects")
-        demo = seed(catalog, store)
+
+    def retraining(catalog: CatalogHook, store: LocalFolderStore, demo: DemoSeed) -> dict[str, int]:
         retrains = add_task(
             catalog, name="nightly", schedule="0 3 * * *", retrain_on=["house-prices"]
         )
@@ -68,10 +62,10 @@ def airflow(
             DatasetVersions(session, ADMIN, store).create(
                 "demo", "house-prices", {"version": "v2"}, {"train.csv": rows}
             )
-        catalog.dispose()
-        with live_airflow(root, settings, metadata_url=metadata_url) as server:
-            yield server, {"demo": demo.task_id, "nightly": retrains}
-    get_settings.cache_clear()
+        return {"demo": demo.task_id, "nightly": retrains}
+
+    with demo_airflow(root, settings, retraining, metadata_url=metadata_url) as (server, tasks):
+        yield server, tasks
     for database in databases:
         next(database, None)  # drops it
 

@@ -12,12 +12,9 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
-from hooks.catalog import CatalogHook
-from hooks.local_store import LocalFolderStore
-from octotrain.settings import get_settings
 from tests.browser import chromium, screenshot_path
-from tests.factories import add_command_algorithm, seed
-from tests.live_airflow import LiveAirflow, live_airflow
+from tests.factories import add_command_algorithm
+from tests.live_airflow import LiveAirflow, demo_airflow
 
 # Trains until it is stopped.
 SLOW_TRAINING = "import time\nprint('training until stopped', flush=True)\ntime.sleep(600)\n"
@@ -27,18 +24,15 @@ SLOW_TRAINING = "import time\nprint('training until stopped', flush=True)\ntime.
 def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveAirflow]:
     root = tmp_path_factory.mktemp("console")
     settings = {"OCTOTRAIN_STATE_DIR": str(root / "state"), "OCTOTRAIN_STOP_GRACE_SECONDS": "2"}
-    with pytest.MonkeyPatch.context() as patch:
-        for key, value in settings.items():
-            patch.setenv(key, value)
-        get_settings.cache_clear()
-        catalog = CatalogHook(get_settings().catalog_url)
-        catalog.migrate()
-        seed(catalog, LocalFolderStore(root / "state" / "objects"))
-        add_command_algorithm(catalog, "slow-training", SLOW_TRAINING)
-        catalog.dispose()
-        with live_airflow(root, settings, components=("scheduler", "dag-processor")) as server:
-            yield server
-    get_settings.cache_clear()
+    with demo_airflow(
+        root,
+        settings,
+        lambda catalog, _store, _demo: add_command_algorithm(
+            catalog, "slow-training", SLOW_TRAINING
+        ),
+        components=("scheduler", "dag-processor"),
+    ) as (server, _):
+        yield server
 
 
 def test_create_see_an_error_run_and_stop_in_the_console(airflow: LiveAirflow) -> None:
@@ -53,7 +47,8 @@ def test_create_see_an_error_run_and_stop_in_the_console(airflow: LiveAirflow) -
         page = context.new_page()
         page.goto(f"{airflow.url}/octotrain/ui/tasks")
         page.locator("section[data-project=demo]").get_by_text("New training task").click()
-        expect(page.get_by_role("heading", name=re.compile("New training task"))).to_be_visible()
+        expect(page.locator("#task-form[data-ready=true]")).to_be_attached()  # choices filled
+        expect(page.locator("#mounts-field")).to_be_hidden()  # a CCE spec: no resource mounts
 
         page.fill("input[name=name]", "console-task")
         page.select_option("select[name=resource_spec]", "cpu-small")
@@ -71,6 +66,7 @@ def test_create_see_an_error_run_and_stop_in_the_console(airflow: LiveAirflow) -
         page.click("#create")
         page.wait_for_url(re.compile(r"/octotrain/ui/tasks/\d+$"))
         expect(page.get_by_role("heading", name=re.compile("console-task"))).to_be_visible()
+        expect(page.locator("#task-page[data-ready=true]")).to_be_attached()
 
         page.click("#run-now")
         row = page.locator("#runs tbody tr").first
