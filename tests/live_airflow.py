@@ -87,7 +87,8 @@ def live_airflow(
 ) -> Iterator[LiveAirflow]:
     """Migrate, serialize the DAGs of the catalog in ``octotrain`` settings (from Octotrain's
     ``dags/`` or ``dags_folder``), start the server and the other ``components``
-    (``scheduler``, ``dag-processor``); the metadata DB is SQLite unless ``metadata_url``."""
+    (``scheduler``, ``dag-processor``, ``celery worker …``); the metadata DB is SQLite unless
+    ``metadata_url``."""
     port = free_port()
     env = airflow_env(root, octotrain, port, dags_folder, metadata_url)
     log = root / "api-server.log"
@@ -103,10 +104,13 @@ def live_airflow(
             env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
     processes = [server]
-    for component in components:
-        with (root / f"{component}.log").open("wb") as output:
+    for number, component in enumerate(components):
+        # A component is Airflow's command line after ``airflow``: "scheduler", or
+        # "celery worker --celery-hostname w1@%h" (its log is named by its first word).
+        name = f"{component.split()[0]}-{number}"
+        with (root / f"{name}.log").open("wb") as output:
             processes.append(
-                subprocess.Popen([sys.executable, "-m", "airflow", component], env=env,
+                subprocess.Popen([sys.executable, "-m", "airflow", *component.split()], env=env,
                                  stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
             )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
