@@ -23,20 +23,24 @@ import pytest
 from cli.demo import DemoSeed
 from hooks.catalog import CatalogHook
 from hooks.local_process import free_port
-from hooks.local_store import LocalFolderStore
+from hooks.object_store import default_object_store
 from octotrain.settings import REPO_ROOT, get_settings
+from octotrain.storage import ObjectStore
 from tests.factories import seed
 
 T = TypeVar("T")
 
 STARTUP_SECONDS = 120
+SIMPLE_AUTH_MANAGER = (
+    "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
+)
 
 
 @dataclass(frozen=True)
 class LiveAirflow:
     url: str
     env: dict[str, str]
-    password: str
+    password: str  # the simple auth manager's admin; "" under others (FAB: tests add users)
     log: Path
 
     def airflow(self, *args: str) -> subprocess.CompletedProcess[str]:
@@ -116,8 +120,10 @@ def live_airflow(
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_healthy(url, server, log)
-        passwords = root / "airflow" / "simple_auth_manager_passwords.json.generated"
-        password = json.loads(passwords.read_text())["admin"]
+        password = ""
+        if env.get("AIRFLOW__CORE__AUTH_MANAGER", SIMPLE_AUTH_MANAGER) == SIMPLE_AUTH_MANAGER:
+            passwords = root / "airflow" / "simple_auth_manager_passwords.json.generated"
+            password = json.loads(passwords.read_text())["admin"]
         yield LiveAirflow(url=url, env=env, password=password, log=log)
     finally:
         for process in processes:
@@ -155,7 +161,7 @@ def _wait_healthy(url: str, server: subprocess.Popen[bytes], log: Path) -> None:
 def demo_airflow(
     root: Path,
     settings: dict[str, str],
-    prepare: Callable[[CatalogHook, LocalFolderStore, DemoSeed], T] | None = None,
+    prepare: Callable[[CatalogHook, ObjectStore, DemoSeed], T] | None = None,
     **options: Any,
 ) -> Iterator[tuple[LiveAirflow, T | None]]:
     """``live_airflow`` over a catalog seeded with the demo (``settings`` in this process's
@@ -167,7 +173,7 @@ def demo_airflow(
         get_settings.cache_clear()
         catalog = CatalogHook(get_settings().catalog_url)
         catalog.migrate()
-        store = LocalFolderStore(get_settings().state_dir / "objects")
+        store = default_object_store()  # the settings' store: the Airflow processes' too
         demo = seed(catalog, store)
         prepared = prepare(catalog, store, demo) if prepare else None
         catalog.dispose()
