@@ -4,7 +4,8 @@ emulator of ``tests.k8s_emulator`` (each container a process on this machine), a
 (``-m k8s_real``), against a real cluster (the README's "The Kubernetes launcher"). Two-node
 tasks: success, a node that fails, an OOM kill, pods that cannot be scheduled, a user's stop,
 a node failing while the other trains, and a worker lost mid-run whose next try reattaches to
-the running pod."""
+the running pod. On the emulator, every call the runs made must be allowed by the launcher's RBAC
+Role (config/kubernetes/rbac.yaml), and every rule of the Role must have been used."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, urlparse, urlsplit
 
 import pytest
 from kubernetes import config
@@ -31,6 +32,7 @@ from hooks.object_store import object_store_from_url
 from octotrain.contracts import NodeLogNames
 from octotrain.settings import REPO_ROOT
 from octotrain.storage import ObjectStore
+from tests.config.rbac import DISCOVERY_PATHS, allows, grants, launcher_role, request_access
 from tests.k8s_emulator import KubernetesEmulator
 
 NAMESPACE = "octotrain"
@@ -48,6 +50,11 @@ launch_retries = 2
 """
 # A real cluster (opt-in, ``-m k8s_real``): what it needs is in the README.
 REAL_CLUSTER_ENV = ("KUBECONFIG", "OCTOTRAIN_E2E_IMAGE", "OCTOTRAIN_E2E_STORE_URL")
+# The User-Agent of this module's own client (its assertions), told apart from the launcher's.
+TEST_CLIENT = "octotrain-e2e-assertions"
+# Where runs go: the kubeconfig, the store's settings, the startup timeout, and the emulator
+# (None on a real cluster).
+Place = tuple[Path, dict[str, str], int, KubernetesEmulator | None]
 
 
 @dataclass(frozen=True)
@@ -58,6 +65,7 @@ class Cluster:
     env: dict[str, str]
     root: Path
     startup_timeout: int
+    emulator: KubernetesEmulator | None
 
     def runner(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -100,16 +108,16 @@ def results_of(completed: subprocess.CompletedProcess[str]) -> list[dict[str, An
 
 
 @contextmanager
-def emulated(root: Path) -> Iterator[tuple[Path, dict[str, str], int]]:
+def emulated(root: Path) -> Iterator[Place]:
     """The loopback emulator: pods are processes here, the store a local folder."""
     with KubernetesEmulator(root=root / "cluster", gpus=0, cpu="16", memory="64Gi") as emulator:
         kubeconfig = emulator.write_kubeconfig(root / "kubeconfig", namespace=NAMESPACE)
         store = {"OCTOTRAIN_OBJECT_STORE_URL": f"file://{root / 'state' / 'objects'}"}
-        yield kubeconfig, store, 10
+        yield kubeconfig, store, 10, emulator
 
 
 @contextmanager
-def real(root: Path) -> Iterator[tuple[Path, dict[str, str], int]]:
+def real(root: Path) -> Iterator[Place]:
     """The cluster of ``KUBECONFIG``, the Octotrain image it can run, and an S3 store that
     both this machine and the pods reach (its Airflow connection in the environment)."""
     missing = [name for name in REAL_CLUSTER_ENV if not os.environ.get(name)]
@@ -129,7 +137,7 @@ def real(root: Path) -> Iterator[tuple[Path, dict[str, str], int]]:
     api = CoreV1Api(config.new_client_from_config(config_file=os.environ["KUBECONFIG"]))
     with contextlib.suppress(ApiException):  # it exists already
         api.create_namespace({"metadata": {"name": NAMESPACE}})
-    yield Path(os.environ["KUBECONFIG"]), store, 120
+    yield Path(os.environ["KUBECONFIG"]), store, 120, None
 
 
 @pytest.fixture(
@@ -140,7 +148,7 @@ def cluster(
 ) -> Iterator[Cluster]:
     root = tmp_path_factory.mktemp(f"e2e-kubernetes-{request.param}")
     place = emulated(root) if request.param == "emulator" else real(root)
-    with place as (kubeconfig, store, startup_timeout):
+    with place as (kubeconfig, store, startup_timeout, emulator):
         node_cache = root / "node-cache" if request.param == "emulator" else ""
         settings = root / "kubernetes.toml"
         settings.write_text(
@@ -166,9 +174,10 @@ def cluster(
                                  capture_output=True, text=True, check=False)  # fmt: skip
         assert migrate.returncode == 0, migrate.stderr[-3000:]
         client = config.new_client_from_config(config_file=str(kubeconfig))
+        client.user_agent = TEST_CLIENT
         try:
             yield Cluster(api=CoreV1Api(client), env=env, root=root,
-                          startup_timeout=startup_timeout)  # fmt: skip
+                          startup_timeout=startup_timeout, emulator=emulator)  # fmt: skip
         finally:
             client.close()
 
@@ -377,3 +386,23 @@ def test_a_lost_worker_s_next_try_reattaches_to_the_running_pod(
 def _training(pod: Any) -> bool:
     statuses = pod.status.container_statuses or []
     return any(s.name == "base" and s.state.running is not None for s in statuses)
+
+
+def test_every_call_of_the_runs_is_allowed_by_the_launcher_s_rbac_role_and_needed(
+    results: dict[str, dict[str, Any]], cluster: Cluster
+) -> None:
+    """Every request the runs above made (their workers' calls, not this module's own) against
+    the Role a production install applies: a real API server would refuse any call it does not
+    allow, and a rule no run used grants more than the launcher needs."""
+    if cluster.emulator is None:
+        pytest.skip("a real cluster's requests are not recorded here")
+    role = launcher_role()
+    calls = [r for r in cluster.emulator.requests() if r.user_agent != TEST_CLIENT]
+    assert calls, "the runs made no request"
+    accesses = {request_access(call.method, call.path) for call in calls}
+    discovery = {urlsplit(c.path).path for c in calls if request_access(c.method, c.path) is None}
+    assert discovery <= DISCOVERY_PATHS  # what every authenticated client may read
+    refused = sorted(str(access) for access in accesses if access and not allows(role, access))
+    assert not refused, f"config/kubernetes/rbac.yaml does not allow: {refused}"
+    used = {(access.api_group, access.resource, access.verb) for access in accesses if access}
+    assert grants(role) == used, f"granted but never used: {sorted(grants(role) - used)}"

@@ -19,7 +19,9 @@ What is emulated
   ``limitBytes``);
 - services, secrets, config maps: create, get, list, patch, delete; events: the ones the
   scheduler and kubelet record, plus create/list with field selectors
-  (``involvedObject.name=...``).
+  (``involvedObject.name=...``);
+- every request received is recorded (``requests()``: method, path with query, User-Agent),
+  for tests of what a client needs from the API, such as an RBAC Role's rules.
 
 How pods run
 ------------

@@ -12,7 +12,7 @@ import yaml
 
 from tests.k8s_emulator.cluster import Cluster
 from tests.k8s_emulator.scheduler import Node
-from tests.k8s_emulator.server import ApiHttpServer
+from tests.k8s_emulator.server import ApiHttpServer, ApiRequest
 from tests.k8s_emulator.volumes import volume_path
 
 NODE_NAME = "k8s-emulator-node"
@@ -119,6 +119,12 @@ class KubernetesEmulator:
     def events(self, namespace: str = "default") -> list[dict[str, Any]]:
         """The events of a namespace, oldest first (they outlive their pods)."""
         return self._cluster.store.all("events", namespace)
+
+    def requests(self) -> list[ApiRequest]:
+        """Every request received so far, in order (method, path with query, User-Agent)."""
+        if self._server is None:
+            raise RuntimeError("the emulator is not started")
+        return list(self._server.requests)
 
     def created_pod_names(self) -> list[str]:
         """Every pod ever created, in order (a name twice means a duplicate pod)."""

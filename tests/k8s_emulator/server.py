@@ -16,7 +16,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import parse_qs, urlsplit
 
 import yaml
@@ -44,6 +44,14 @@ _NAMESPACED = rf"^/api/v1/namespaces/(?P<namespace>[^/]+)/(?P<kind>{_KIND_PATTER
 _WATCH_POLL_SECONDS = 0.2
 
 
+class ApiRequest(NamedTuple):
+    """A request as received: its method, its path with the query, and who sent it."""
+
+    method: str
+    path: str
+    user_agent: str
+
+
 class ApiHttpServer(ThreadingHTTPServer):
     """A threading HTTP server that remembers its connections, to close them on stop."""
 
@@ -54,6 +62,9 @@ class ApiHttpServer(ThreadingHTTPServer):
         self.cluster = cluster
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
+        # Every request received, for tests that check what a client needs from the API (e.g.
+        # that an RBAC Role allows each of its calls).
+        self.requests: list[ApiRequest] = []
         super().__init__(("127.0.0.1", 0), ApiHandler)
 
     def server_bind(self) -> None:
@@ -113,6 +124,9 @@ class ApiHandler(BaseHTTPRequestHandler):
         return self.server.cluster
 
     def _dispatch(self, method: str) -> None:
+        self.server.requests.append(
+            ApiRequest(method, self.path, self.headers.get("User-Agent", ""))
+        )
         url = urlsplit(self.path)
         self.query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         try:

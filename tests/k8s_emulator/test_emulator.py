@@ -679,3 +679,21 @@ def test_a_native_sidecar_runs_beside_the_main_container_and_is_stopped_after_it
     [sync] = ended.status.init_container_statuses
     assert sync.state.terminated.exit_code == 0
     assert log(core, "with-sidecar", container="sync") == "sidecar up\n"
+
+
+def test_every_request_is_recorded_with_its_method_path_and_client(
+    core: client.CoreV1Api, k8s_emulator: KubernetesEmulator
+) -> None:
+    core.api_client.user_agent = "recording-test"
+    core.create_namespaced_service(
+        NAMESPACE, {"metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}]}}
+    )
+    with pytest.raises(ApiException):  # refused requests are recorded too
+        core.read_namespaced_pod("missing", NAMESPACE)
+    core.list_namespaced_event(NAMESPACE, field_selector="involvedObject.name=web")
+    assert [tuple(r) for r in k8s_emulator.requests()] == [
+        ("POST", f"/api/v1/namespaces/{NAMESPACE}/services", "recording-test"),
+        ("GET", f"/api/v1/namespaces/{NAMESPACE}/pods/missing", "recording-test"),
+        ("GET", f"/api/v1/namespaces/{NAMESPACE}/events?fieldSelector=involvedObject.name%3Dweb",
+         "recording-test"),
+    ]  # fmt: skip
