@@ -18,12 +18,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 
 from hooks.catalog import CatalogHook
 from hooks.run_files import read_json
 from octotrain.catalog.model_versions import next_version_number
 from octotrain.catalog.models import (
+    ModelRepository,
     ModelVersion,
     ModelVersionInput,
     ModelVersionSource,
@@ -142,6 +144,18 @@ def _commit(
     for _attempt in range(VERSION_NUMBER_ATTEMPTS):
         try:
             with catalog.session() as session:
+                # Archives into one repository take their numbers one at a time: without this
+                # write lock (a no-op update of the repository's row, held until the commit:
+                # a row lock on PostgreSQL, the write lock on SQLite), runs ending together
+                # all read the same latest number and some lose every attempt. An import can
+                # still take a number meanwhile (it holds no lock across its upload): then
+                # the next attempt reads it.
+                session.execute(
+                    update(ModelRepository)
+                    .where(ModelRepository.id == plan.output_repository_id)
+                    .values(id=ModelRepository.id)
+                    .execution_options(synchronize_session=False)
+                )
                 version = ModelVersion(
                     repository_id=plan.output_repository_id,
                     version=next_version_number(session, plan.output_repository_id),

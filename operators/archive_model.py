@@ -1,20 +1,23 @@
 """``archive_model``: the run's OUTPUT becomes the next version of the output repository.
 
 Only after every node succeeded (trigger rule ``all_success`` on the launches); all or nothing
-(``hooks/model_archive``): a failed archive leaves no visible version and no objects. Nodes'
-OUTPUT folders are merged (a shared output location, as on the original platform); two nodes
-writing different content to the same path is an error. With the local launcher the OUTPUT
-folders are in the run folder; with Kubernetes the pods' sidecars uploaded them.
+(``hooks/model_archive``): a failed archive leaves no visible version and no objects, and ends
+the catalog's run failed. Nodes' OUTPUT folders are merged (a shared output location, as on
+the original platform); two nodes writing different content to the same path is an error. With
+the local launcher the OUTPUT folders are in the run folder; with Kubernetes the pods' sidecars
+uploaded them.
 """
 
 from __future__ import annotations
 
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowFailException
+from sqlalchemy import update
 
 from hooks.catalog import CatalogHook, default_catalog
 from hooks.hashing_io import file_checksum
@@ -25,13 +28,14 @@ from hooks.model_archive import (
     stored_outputs,
 )
 from hooks.object_store import default_object_store
-from octotrain.catalog.models import ModelVersion, Run
+from octotrain.catalog.models import ModelVersion, Run, RunState
 from octotrain.metrics import final_values
 from octotrain.planning import RunPlan
 from octotrain.pods import run_prefix
 from octotrain.run_layout import RunLayout
 from octotrain.settings import get_settings
 from octotrain.storage import ObjectStore, ObjectStoreError
+from octotrain.tasks import ACTIVE_RUN_STATES
 from operators.training_stage import TrainingStageOperator
 
 
@@ -53,10 +57,23 @@ class ArchiveModelOperator(TrainingStageOperator):
                 version = _archive_from_store(catalog, store, plan)
             else:
                 version = _archive_from_run_folder(catalog, store, plan, layout)
-        except (ArchiveFailed, ObjectStoreError) as error:
-            raise AirflowFailException(f"nothing was archived: {error}") from error
+        except (ArchiveFailed, ObjectStoreError, AirflowFailException) as error:
+            message = f"nothing was archived: {error}"
+            _record_failure(catalog, plan, message)
+            raise AirflowFailException(message) from error
         self.log.info("archived %s version %s", plan.output_repository, version.version)
         return _describe(plan, version)
+
+
+def _record_failure(catalog: CatalogHook, plan: RunPlan, message: str) -> None:
+    """The run ends here (nothing runs after this stage): the catalog must say it failed, or
+    it stays active for ever (shown running, the task not deletable)."""
+    with catalog.session() as session:
+        session.execute(
+            update(Run)
+            .where(Run.id == plan.catalog_run_id, Run.state.in_(ACTIVE_RUN_STATES))
+            .values(state=RunState.FAILED, message=message, ended_at=datetime.now(UTC))
+        )
 
 
 def _archive_from_run_folder(

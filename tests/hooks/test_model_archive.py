@@ -3,6 +3,7 @@ no version and no object at all, whatever fails."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,9 @@ from octotrain.planning import RunPlan, build_run_plan
 from octotrain.storage import ObjectStoreUnavailable
 from tests.factories import seed
 from tests.store_doubles import FailingStore
+
+# Archives racing for one repository's next number (fewer than the catalog's connection pool).
+RACING_RUNS = 12
 
 
 def demo_plan(catalog: CatalogHook, store: LocalFolderStore) -> RunPlan:
@@ -110,3 +114,30 @@ def test_an_unreachable_store_is_retried_then_nothing_is_archived(
     with pytest.raises(ObjectStoreUnavailable, match="after 3 attempts"):
         archive_outputs(catalog, gone, plan, outputs(tmp_path), plan.lineage)
     assert versions(catalog) == 0
+
+
+def test_runs_ending_together_each_archive_one_version(
+    catalog: CatalogHook, store: LocalFolderStore, tmp_path: Path
+) -> None:
+    """Runs archiving into one repository at the same moment each get their own number: none
+    loses every attempt to the others (bench.load, 50 runs at once, lost one on PostgreSQL)."""
+    plan = demo_plan(catalog, store)
+    plans = []
+    with catalog.session() as session:
+        for number in range(RACING_RUNS):
+            run = Run(task_id=plan.task_id, airflow_run_id=f"manual__race-{number}",
+                      state=RunState.RUNNING, node_count=1)  # fmt: skip
+            session.add(run)
+            session.flush()
+            plans.append(plan.model_copy(update={"run_id": run.airflow_run_id,
+                                                 "run_key": f"race-{number}",
+                                                 "catalog_run_id": run.id}))  # fmt: skip
+    files = outputs(tmp_path)
+    with ThreadPoolExecutor(max_workers=RACING_RUNS) as pool:
+        archived = list(
+            pool.map(lambda each: archive_outputs(catalog, store, each, files, each.lineage), plans)
+        )
+    assert sorted(version.version for version in archived) == list(range(1, RACING_RUNS + 1))
+    with catalog.session() as session:
+        states = {session.get(Run, each.catalog_run_id).state for each in plans}
+    assert states == {RunState.SUCCESS}

@@ -3,10 +3,14 @@ from pathlib import Path
 import pytest
 from airflow.sdk.exceptions import AirflowFailException
 
+from hooks.catalog import CatalogHook
+from hooks.local_store import LocalFolderStore
 from hooks.model_archive import lineage_edges
-from octotrain.planning import RunPlan
+from octotrain.catalog.models import Run, RunState, TrainingTask
+from octotrain.planning import RunPlan, build_run_plan
 from octotrain.run_layout import RunLayout
-from operators.archive_model import merged_outputs
+from operators.archive_model import ArchiveModelOperator, merged_outputs
+from tests.factories import seed
 
 
 def write(layout: RunLayout, node: str, relative: str, content: str) -> None:
@@ -51,3 +55,38 @@ def test_lineage_edges_name_every_dataset_version_cache_and_input_model() -> Non
     )  # fmt: skip
     edges = [(e.via, e.dataset_version_id, e.input_model_version_id) for e in lineage_edges(plan)]
     assert edges == [("dataset", 4, None), ("cache:hot", 4, None), ("model", None, 9)]
+
+
+class _TaskInstance:
+    """What ``archive_model`` asks of Airflow's task instance: the plan ``validate`` pushed."""
+
+    def __init__(self, plan: RunPlan) -> None:
+        self.plan = plan
+
+    def xcom_pull(self, *, task_ids: str, key: str) -> dict[str, object]:
+        assert (task_ids, key) == ("validate", "plan")
+        return self.plan.model_dump(mode="json")
+
+
+def test_a_run_that_archives_nothing_ends_failed_in_the_catalog(
+    octotrain_env: Path, catalog: CatalogHook
+) -> None:
+    """archive_model is the run's last stage: when it archives nothing, nothing after it would
+    end the catalog's run, which would stay running for ever."""
+    demo = seed(catalog, LocalFolderStore(octotrain_env / "objects"))
+    with catalog.session() as session:
+        task = session.get(TrainingTask, demo.task_id)
+        plan = build_run_plan(session, task, run_id="manual__1", master_addr="127.0.0.1",
+                              master_port=1, triggered_by="")  # fmt: skip
+        run = Run(task_id=task.id, airflow_run_id="manual__1", state=RunState.RUNNING,
+                  node_count=plan.world_size)  # fmt: skip
+        session.add(run)
+        session.flush()
+        plan = plan.model_copy(update={"catalog_run_id": run.id})
+    operator = ArchiveModelOperator(task_id="archive_model", training_task_id=demo.task_id)
+    with pytest.raises(AirflowFailException, match="no model files were written to OUTPUT"):
+        operator.execute({"ti": _TaskInstance(plan)})  # type: ignore[arg-type]
+    with catalog.session() as session:
+        ended = session.get(Run, plan.catalog_run_id)
+        assert ended.state == RunState.FAILED and ended.ended_at is not None
+        assert ended.message.startswith("nothing was archived: no model files")
