@@ -25,6 +25,7 @@ from airflow.sdk import (
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from dags.run_callbacks import end_catalog_run_failed
 from dags.run_params import run_params
 from hooks.catalog import CatalogHook
 from hooks.dataset_assets import dataset_asset
@@ -80,6 +81,7 @@ def build_task_dag(
         params=run_params(task, algorithm, resource_spec),
         # Every node at once (a distributed job needs all its members), beside the stages.
         max_active_tasks=node_count + STAGE_SLOTS,
+        on_failure_callback=end_catalog_run_failed,
         tags=["octotrain", f"project:{project_name}"],
         default_args={
             "training_task_id": task.id,
