@@ -19,6 +19,7 @@ bench: sync ## the benchmarks of bench/, each printing ratios to a baseline of t
 	$(UV) run python -m bench.logs
 	$(UV) run python -m bench.charts
 	$(UV) run python -m bench.trigger
+	$(UV) run python -m bench.load
 
 sync: uv plugins/ui/node_modules/.package-lock.json
 	$(UV) sync --frozen
