@@ -3,8 +3,8 @@ LocalExecutor, then with Celery, then with Celery while the scheduler and a work
 
     uv run python -m bench.load [--runs 50] [--phases local,celery,faults]
 
-Each phase starts its own Airflow (api-server, scheduler; for Celery two workers of 16
-processes, broker: Redis on 127.0.0.1:6379 under a key prefix of their own, as
+Each phase starts its own Airflow (api-server, scheduler, dag-processor; for Celery two workers
+of 16 processes, broker: Redis on 127.0.0.1:6379 under a key prefix of their own, as
 tests/live_celery.py sets it up) on fresh PostgreSQL databases (metadata and catalog) on
 127.0.0.1:5432, created and dropped here. The task has 1 node (local launcher) whose
 ``python -c`` command sleeps ``SLEEP_SECONDS``, appends ``POINTS`` metric points with the
@@ -500,10 +500,10 @@ def _check_failed(
     catalog_runs: dict[str, tuple[RunState, int | None]],
 ) -> list[str]:
     problems = []
+    left = [str(path) for path in (objects / prefix).rglob("*") if path.is_file()]
     if prefix in versions:
-        problems.append(f"failed {run_id} has model version {versions[prefix][0]}")
-    left = [path for path in (objects / prefix).rglob("*") if path.is_file()]
-    if left:
+        problems.append(f"failed {run_id} has model version {versions[prefix][0]} ({left})")
+    elif left:
         problems.append(f"failed {run_id} left a half-archived model: {left}")
     state = catalog_runs.get(run_id, (None, None))[0]
     if state not in (RunState.FAILED, RunState.STOPPED):
@@ -628,7 +628,9 @@ def run_phase(name: str, arguments: argparse.Namespace, root: Path, marker: str)
             # All N runs at once (Airflow's default lets 16 runs of a DAG be active).
             "AIRFLOW__CORE__MAX_ACTIVE_RUNS_PER_DAG": str(arguments.runs),
         }
-        components = {"scheduler": "scheduler"}
+        # As in production: the dag-processor also runs the DAGs' callbacks (a failed run's
+        # on_failure_callback ends its catalog run).
+        components = {"scheduler": "scheduler", "dag-processor": "dag-processor"}
         key_prefix = None
         if name != "local":
             check_celery_executor(folder)
