@@ -5,7 +5,7 @@ Dependency-free, for algorithm authors::
     from octotrain_metrics import MetricsWriter
 
     metrics = MetricsWriter()  # the folder named by $METRICS
-    metrics.declare("loss", x="step", ys=["loss"], description="training loss", smooth=True)
+    metrics.declare("loss", x="step", ys=["loss"], description="training-loss", smooth=True)
     metrics.log("loss", step=10, loss=0.42)
 
 ``metrics.json`` is rewritten atomically on every ``declare``; each point is one JSON line
@@ -24,8 +24,11 @@ from pathlib import Path
 MAX_CHARTS = 6
 MAX_SERIES = 4
 MAX_DESCRIPTION = 64
-# The manual's rule for chart, axis and series names (octotrain/metrics_meta.py judges the same)
-NAME = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaffA-Za-z0-9_-]{1,16}")
+# The manual's rules for chart, axis and series names and for descriptions
+# (octotrain/metrics_meta.py judges the same)
+LABEL_CHARACTERS = r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaffA-Za-z0-9_-]"
+NAME = re.compile(LABEL_CHARACTERS + "{1,16}")
+DESCRIPTION = re.compile(LABEL_CHARACTERS + f"{{1,{MAX_DESCRIPTION}}}")
 
 
 class MetricsWriter:
@@ -59,8 +62,11 @@ class MetricsWriter:
         for label in [name, x, *ys, *(series or [])]:
             if not NAME.fullmatch(label):
                 raise ValueError(f"{label!r}: names are 1 to 16 of CJK, letters, digits, - and _")
-        if not 1 <= len(description or name) <= MAX_DESCRIPTION:
-            raise ValueError(f"description: 1 to {MAX_DESCRIPTION} characters")
+        if not DESCRIPTION.fullmatch(description or name):
+            raise ValueError(
+                f"description {description!r}: 1 to {MAX_DESCRIPTION} of CJK, letters, digits, "
+                "- and _"
+            )
         meta: dict[str, object] = {
             "name": name,
             "x": x,

@@ -29,10 +29,10 @@ from bench.pods import median_seconds
 from bench.task_create import _prepare_airflow, build_catalog, served_api
 
 CHARTS = [
-    {"name": "loss", "x": "step", "ys": ["loss", "lr"], "description": "loss and lr",
+    {"name": "loss", "x": "step", "ys": ["loss", "lr"], "description": "loss-and-lr",
      "smooth": "true", "with_timestamp": "true"},
     {"name": "per-class", "x": "step", "ys": ["f1"], "series": ["a", "b", "c", "d"],
-     "description": "F1 by class"},
+     "description": "F1-by-class"},
     *({"name": f"metric-{n}", "x": "step", "ys": ["value"], "description": f"metric {n}"}
       for n in range(4)),
 ]  # fmt: skip

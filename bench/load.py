@@ -97,7 +97,7 @@ import os, time
 from octotrain_metrics import MetricsWriter
 time.sleep({sleep})
 metrics = MetricsWriter()
-metrics.declare("loss", x="step", ys=["loss"], description="bench.load points")
+metrics.declare("loss", x="step", ys=["loss"], description="bench-load-points")
 for step in range({points}):
     metrics.log("loss", step=step, loss=1.0 / (step + 1))
 with open(os.path.join(os.environ["OUTPUT"], "model.txt"), "w") as model:

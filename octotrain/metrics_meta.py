@@ -20,9 +20,12 @@ from octotrain.errors import FieldProblem
 MAX_CHARTS = 6
 MAX_SERIES = 4
 MAX_DESCRIPTION = 64
-# 1-16 of CJK ideographs (with extension A and the compatibility block), letters, digits, - and _
-NAME = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaffA-Za-z0-9_-]{1,16}")
+# CJK ideographs (with extension A and the compatibility block), letters, digits, - and _
+LABEL_CHARACTERS = r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaffA-Za-z0-9_-]"
+NAME = re.compile(LABEL_CHARACTERS + "{1,16}")
 NAME_RULE = "must be 1 to 16 of CJK characters, letters, digits, - and _"
+DESCRIPTION = re.compile(LABEL_CHARACTERS + f"{{1,{MAX_DESCRIPTION}}}")
+DESCRIPTION_RULE = f"must be 1 to {MAX_DESCRIPTION} of CJK characters, letters, digits, - and _"
 SHOWN_CHARS = 40
 FLAGS = {"true": True, "false": False, True: True, False: False}
 
@@ -133,9 +136,9 @@ def _chart(meta: Any, where: str) -> tuple[ChartMeta | None, list[FieldProblem]]
             FieldProblem(f"{where}.ys", "must name exactly one axis when there are series")
         )
     description = meta.get("description")
-    if not isinstance(description, str) or not 1 <= len(description) <= MAX_DESCRIPTION:
+    if not isinstance(description, str) or DESCRIPTION.fullmatch(description) is None:
         problems.append(
-            FieldProblem(f"{where}.description", f"must be 1 to {MAX_DESCRIPTION} characters")
+            FieldProblem(f"{where}.description", f"{_shown(description)} {DESCRIPTION_RULE}")
         )
     smooth = _flag(meta, "smooth", where, problems)
     with_timestamp = _flag(meta, "with_timestamp", where, problems)

@@ -47,8 +47,8 @@ def main() -> None:
     weights, bias = np.zeros(features.shape[1]), float(target.mean())
 
     metrics = MetricsWriter()
-    metrics.declare("loss", x="step", ys=["mse"], description="training loss", smooth=True)
-    metrics.declare("fit", x="epoch", ys=["mse", "r2"], description="epoch loss and R2")
+    metrics.declare("loss", x="step", ys=["mse"], description="training-loss", smooth=True)
+    metrics.declare("fit", x="epoch", ys=["mse", "r2"], description="epoch-loss-and-R2")
     step = 0
     for epoch in range(1, args.epochs + 1):
         order = rng.permutation(len(target))

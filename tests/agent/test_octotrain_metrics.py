@@ -43,6 +43,8 @@ def test_writer_refuses_what_the_manual_forbids(tmp_path: Path) -> None:
         writer.declare("c", x="x", ys=["train loss"])
     with pytest.raises(ValueError, match="description"):
         writer.declare("c", x="x", ys=["y"], description="d" * 65)
+    with pytest.raises(ValueError, match="description 'loss and lr': 1 to 64 of CJK"):
+        writer.declare("c", x="x", ys=["y"], description="loss and lr")
     for number in range(6):
         writer.declare(f"c{number}", x="x", ys=["y"])
     with pytest.raises(ValueError, match="at most 6"):
@@ -53,7 +55,7 @@ def test_writer_refuses_what_the_manual_forbids(tmp_path: Path) -> None:
 
 def test_what_the_writer_declares_the_page_accepts(tmp_path: Path) -> None:
     writer = MetricsWriter(tmp_path, task_id="7")
-    writer.declare("损失", x="step", ys=["loss", "lr"], description="loss and lr", smooth=True,
+    writer.declare("损失", x="step", ys=["loss", "lr"], description="loss-and-lr", smooth=True,
                    with_timestamp=True)  # fmt: skip
     writer.declare("per-class", x="epoch", ys=["f1"], series=["cat", "dog"], description="F1")
     meta = parse_meta((tmp_path / "metrics.json").read_bytes())

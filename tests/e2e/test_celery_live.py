@@ -64,7 +64,7 @@ from octotrain_metrics import MetricsWriter
 node, rank, world = os.environ["NODE_INDEX"], int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 print(f"node {{node}} rank {{rank}} of {{world}} starting", flush=True)
 metrics = MetricsWriter()
-metrics.declare("loss", x="step", ys=["mse"], description="training loss")
+metrics.declare("loss", x="step", ys=["mse"], description="training-loss")
 for step in range(1, {POINTS} + 1):
     metrics.log("loss", step=step, mse=1.0 / step)
 address = (os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]))

@@ -12,7 +12,7 @@ from octotrain.metrics_meta import meta_report, parse_meta
 
 
 def meta(**changes: Any) -> dict[str, Any]:
-    chart = {"name": "loss", "x": "step", "ys": ["loss"], "description": "training loss",
+    chart = {"name": "loss", "x": "step", "ys": ["loss"], "description": "training-loss",
              "smooth": "true", "with_timestamp": "false"}  # fmt: skip
     chart.update(changes)
     return {key: value for key, value in chart.items() if value is not None}
@@ -52,8 +52,11 @@ def test_a_valid_file_gives_its_charts() -> None:
         ({"ys": ["a", "b"], "series": ["s"]}, "metas[0].ys: must name exactly one axis"),
         ({"series": ["a", "b", "c", "d", "e"]}, "metas[0].series: must list 0 to 4 names"),
         ({"series": ["ok", "not ok"]}, 'metas[0].series[1]: "not ok" must be 1 to 16'),
-        ({"description": ""}, "metas[0].description: must be 1 to 64"),
-        ({"description": "d" * 65}, "metas[0].description: must be 1 to 64"),
+        ({"description": ""}, 'metas[0].description: "" must be 1 to 64'),
+        ({"description": "d" * 65}, 'metas[0].description: "ddd'),
+        ({"description": "training loss"}, 'metas[0].description: "training loss" must be 1 to 64'),
+        ({"description": "a/b"}, 'metas[0].description: "a/b" must be 1 to 64 of CJK'),
+        ({"description": 7}, "metas[0].description: 7 must be 1 to 64 of CJK"),
         ({"smooth": "yes"}, 'metas[0].smooth: must be "true" or "false"'),
         ({"with_timestamp": 1}, 'metas[0].with_timestamp: must be "true" or "false"'),
         ({"x": "loss"}, "metas[0].x: 'loss' is also a line"),
@@ -71,6 +74,7 @@ def test_each_rule_names_its_field(changes: dict[str, Any], expected: str) -> No
 def test_edges_that_hold() -> None:
     assert problems_of(meta(name="x" * 16, description="d" * 64, smooth=True)) == []
     assert problems_of(meta(name="一二三四五六七八九十一二三四五六")) == []
+    assert problems_of(meta(description="训练损失-loss_2")) == []
 
 
 def test_whole_file_problems() -> None:
@@ -79,7 +83,7 @@ def test_whole_file_problems() -> None:
     assert len(parsed.charts) == 6
     assert [str(p) for p in parsed.problems] == ['metas: at most 6 charts; not shown: "c6"']
     twice = parse_meta(json.dumps({"metas": [meta(), meta(description="again")]}))
-    assert [c.description for c in twice.charts] == ["training loss"]
+    assert [c.description for c in twice.charts] == ["training-loss"]
     assert str(twice.problems[0]) == "metas[1].name: 'loss' is declared twice"
     assert str(parse_meta("{not json").problems[0]).startswith("metrics.json: is not valid JSON")
     assert str(parse_meta("[]").problems[0]) == "metrics.json: must be a JSON object"

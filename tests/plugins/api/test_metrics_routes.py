@@ -20,12 +20,12 @@ from tests.plugins.api.conftest import Api
 
 NODES = ["distributed-0", "distributed-1"]
 META = {"id": "1", "metas": [
-    {"name": "loss", "x": "step", "ys": ["loss", "lr"], "description": "loss and lr",
+    {"name": "loss", "x": "step", "ys": ["loss", "lr"], "description": "loss-and-lr",
      "smooth": "true", "with_timestamp": "true"},
     {"name": "per-class", "x": "epoch", "ys": ["f1"], "series": ["a", "b", "c", "d"],
-     "description": "f1 by class", "smooth": False},
+     "description": "f1-by-class", "smooth": False},
     {"name": "bad name!", "x": "step", "ys": ["x"], "description": "broken"},
-    {"name": "<script>", "x": "step", "ys": ["y"], "description": "also broken"},
+    {"name": "<script>", "x": "step", "ys": ["y"], "description": "also-broken"},
 ]}  # fmt: skip
 
 

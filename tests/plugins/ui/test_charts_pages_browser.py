@@ -31,10 +31,10 @@ NODES = ["distributed-0", "distributed-1"]
 RUN_ID = "scheduled__2026-12-01T00:00:00+00:00"
 HOSTILE = '<img src=x onerror="window.hacked=1">'
 METAS = [
-    {"name": "loss", "x": "step", "ys": ["loss", "lr"], "description": "loss and learning rate",
+    {"name": "loss", "x": "step", "ys": ["loss", "lr"], "description": "loss-and-learning-rate",
      "smooth": "true", "with_timestamp": "true"},
     {"name": "per-class", "x": "epoch", "ys": ["f1"], "series": ["cat", "dog", "cow", "owl"],
-     "description": "F1 by class", "smooth": "false"},
+     "description": "F1-by-class", "smooth": "false"},
     *({"name": f"m{n}", "x": "step", "ys": ["value"], "description": f"metric {n}"}
       for n in range(3)),
     {"name": "hostile", "x": "step", "ys": ["v"], "description": HOSTILE},
