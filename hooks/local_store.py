@@ -1,8 +1,11 @@
 """The embedded default's object store: objects as files under a root folder.
 
 Writes go to a temporary name and are renamed into place, so a reader never sees half an
-object; stored files are read-only, since objects never change once written (a new version
-is a new object), which also lets copies inside the store be hard links.
+object. The temporary name has a fixed length rather than the object's name plus a suffix, so
+that every name of up to 255 bytes (the file system's limit on one path component) can be
+written; ``max_key_bytes`` leaves room for it within PATH_MAX. Stored files are read-only,
+since objects never change once written (a new version is a new object), which also lets
+copies inside the store be hard links.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from octotrain.storage import (
 
 # Marks a file being written; such files are not objects yet and are never listed.
 PARTIAL_MARKER = ".octotrain-partial-"
+PARTIAL_NAME_BYTES = len(PARTIAL_MARKER) + 12
 READ_ONLY = 0o444
 
 
@@ -35,12 +39,16 @@ class LocalFolderStore:
         self.root = root.resolve()
         self.root.mkdir(parents=True, exist_ok=True)
         self.url = f"file://{self.root}"
+        # PATH_MAX counts the terminating NUL; a key is written at root/key, and its partial
+        # file beside it may be longer than its last part by up to PARTIAL_NAME_BYTES.
+        path_max = os.pathconf(self.root, "PC_PATH_MAX")
+        self.max_key_bytes = path_max - 1 - len(os.fsencode(self.root)) - 1 - PARTIAL_NAME_BYTES
 
     def _path(self, key: str) -> Path:
         return self.root / validate_key(key)
 
     def _partial(self, target: Path) -> Path:
-        return target.with_name(f".{target.name}{PARTIAL_MARKER}{uuid.uuid4().hex[:12]}")
+        return target.with_name(f"{PARTIAL_MARKER}{uuid.uuid4().hex[:12]}")
 
     def put_file(self, key: str, source: Path) -> ObjectInfo:
         target = self._path(key)

@@ -49,6 +49,8 @@ MIB = 1024 * 1024
 DEFAULT_CONNECTION = "minio_default"
 TRANSIENT_CODES = {"SlowDown", "RequestTimeout", "InternalError", "ServiceUnavailable", "503"}
 DELETE_BATCH = 1000
+# S3 (and MinIO) refuse object keys longer than this, in UTF-8 bytes.
+S3_MAX_KEY_BYTES = 1024
 
 
 class _ProgressSubscriber(BaseSubscriber):
@@ -89,6 +91,8 @@ class S3Store:
         self.bucket = bucket
         self.prefix = prefix_of(prefix) if prefix else ""
         self.url = f"s3://{bucket}/{self.prefix}"
+        # The store's own prefix goes in front of every key.
+        self.max_key_bytes = S3_MAX_KEY_BYTES - len(self.prefix.encode())
         self.attempts = attempts
         self.first_wait_seconds = first_wait_seconds
         self.concurrency = concurrency
@@ -156,7 +160,8 @@ class S3Store:
     ) -> ObjectInfo:
         full = self._key(key)
         destination.parent.mkdir(parents=True, exist_ok=True)
-        partial = destination.with_name(f".{destination.name}.{uuid.uuid4().hex[:12]}.part")
+        # Not the destination's name plus a suffix: that name may already be 255 bytes long.
+        partial = destination.with_name(f".octotrain-download-{uuid.uuid4().hex[:12]}.part")
 
         def download() -> HashingWriter:
             subscribers = [_ProgressSubscriber(progress)] if progress else None

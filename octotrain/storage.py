@@ -46,6 +46,9 @@ class ObjectStoreUnavailable(ObjectStoreError):
 
 class ObjectStore(Protocol):
     url: str
+    # The longest key (in UTF-8 bytes) this store can hold: S3 counts its own prefix, a local
+    # folder its root and PATH_MAX. Every part of a key is at most 255 bytes on any store.
+    max_key_bytes: int
 
     def put_file(self, key: str, source: Path) -> ObjectInfo:
         """Upload ``source`` as ``key``; readers never see a partial object."""
