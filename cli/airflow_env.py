@@ -1,5 +1,6 @@
 """The Airflow environment of the embedded default: one AIRFLOW_HOME under the state folder,
-Octotrain's DAG folder, no example DAGs, and a known admin login for the simple auth manager."""
+Octotrain's DAG folder, no example DAGs, a known admin login for the simple auth manager, and
+a SQLite metadata DB whose writers wait for one another."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import secrets
 from pathlib import Path
 
+from cli.airflow_sqlite import sqlite_contention_settings
 from octotrain.settings import REPO_ROOT, Settings
 
 ADMIN_USER = "admin"
@@ -58,4 +60,9 @@ def airflow_environment(settings: Settings, *, port: int) -> dict[str, str]:
             "OCTOTRAIN_RUNS_DIR": str(settings.runs_dir),
         }
     )
+    # Airflow's metadata DB is SQLite in AIRFLOW_HOME unless the shell names another; connect
+    # arguments the shell sets win.
+    metadata_url = env.get("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", "sqlite:")
+    for name, value in sqlite_contention_settings(metadata_url).items():
+        env.setdefault(name, value)
     return env
