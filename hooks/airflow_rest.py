@@ -34,8 +34,13 @@ def embedded_password(settings: Settings) -> str | None:
     return json.loads(path.read_text()).get(settings.airflow_username)
 
 
+# Longer than the api-server may wait for the embedded default's metadata DB to be free (a
+# minute: cli.airflow_sqlite), so that a busy scheduler delays an answer instead of failing it.
+ANSWER_TIMEOUT_SECONDS = 90
+
+
 class AirflowRestClient:
-    def __init__(self, base_url: str, *, timeout: float = 30) -> None:
+    def __init__(self, base_url: str, *, timeout: float = ANSWER_TIMEOUT_SECONDS) -> None:
         self.base_url = base_url.rstrip("/")
         self.http = httpx.Client(base_url=self.base_url, timeout=timeout)
 

@@ -24,6 +24,8 @@ from pathlib import Path
 import pytest
 
 from cli.airflow_env import airflow_environment
+from cli.airflow_sqlite import BUSY_TIMEOUT_SECONDS
+from hooks.airflow_rest import AirflowRestClient
 from hooks.local_process import free_port
 from octotrain.settings import load_settings
 
@@ -194,3 +196,11 @@ def test_a_metadata_db_other_than_sqlite_gets_no_sqlite_connect_arguments(
     env = airflow_environment(settings, port=8080)
     assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS"] == "mine.CONNECT_ARGS"
     assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS_ASYNC"].endswith("ASYNC_CONNECT_ARGS")
+
+
+def test_octotrains_airflow_client_outwaits_a_busy_metadata_db() -> None:
+    """``octotrain up`` and ``octotrain task run`` must not give up on an answer that the
+    api-server is still allowed to be waiting for (the metadata DB's write lock)."""
+    client = AirflowRestClient("http://127.0.0.1:8080")
+    assert client.http.timeout.read is not None
+    assert client.http.timeout.read > BUSY_TIMEOUT_SECONDS
