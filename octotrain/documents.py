@@ -22,6 +22,7 @@ from pydantic import (
     WithJsonSchema,
 )
 
+from octotrain.argument_limits import text_value_problem, text_value_schema
 from octotrain.errors import FieldProblem, InvalidInput
 
 # Chinese (CJK unified ideographs, incl. extension A and compatibility) or English letters,
@@ -60,6 +61,13 @@ def _description_rule(value: str) -> str:
     return value
 
 
+def _text_value_rule(value: str) -> str:
+    problem = text_value_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
 def _scalar(value: Any) -> bool | int | float | str:
     if isinstance(value, bool | int | float | str):
         return value
@@ -94,6 +102,13 @@ PlainText = Annotated[
     AfterValidator(_no_control_characters),
     WithJsonSchema({"type": "string", "pattern": "^[^\\x00-\\x08\\x0b-\\x1f]*$"}),
 ]
+# A value that reaches a training process as an environment variable's value: see
+# ``octotrain.argument_limits`` (string parameters are judged against their declaration).
+TextValue = Annotated[
+    StrictStr,
+    AfterValidator(_text_value_rule),
+    WithJsonSchema({"type": "string", **text_value_schema()}),
+]
 # A reference by name to a catalog object; looked up as given, so only its size and the
 # absence of control characters are checked here (a missing object is a catalog rule).
 RefName = Annotated[PlainText, Field(min_length=1, max_length=64)]
@@ -117,7 +132,8 @@ class Document(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def _shown(value: Any) -> str:
+def shown_value(value: Any) -> str:
+    """``value`` as a problem quotes it: its repr, cut short (a refused value may be huge)."""
     text = repr(value)
     return text if len(text) <= SHOWN_VALUE_MAX else text[: SHOWN_VALUE_MAX - 3] + "..."
 
@@ -135,7 +151,7 @@ def problems_of(error: ValidationError) -> list[FieldProblem]:
         elif kind in ("value_error", "assertion_error"):
             rule = item["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
         else:
-            rule = f"{item['msg'][:1].lower()}{item['msg'][1:]} (got {_shown(item['input'])})"
+            rule = f"{item['msg'][:1].lower()}{item['msg'][1:]} (got {shown_value(item['input'])})"
         problems.append(FieldProblem(field or "document", rule))
     return problems
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 import math
 from typing import Any, Literal, Self
 
-from pydantic import Field, StrictBool, StrictStr, model_validator
+from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
 
-from octotrain.documents import Description, Document, Number, Scalar
+from octotrain.argument_limits import MAX_TEXT_VALUE_LENGTH, text_value_problem
+from octotrain.documents import Description, Document, Number, Scalar, shown_value
 from octotrain.run_settings import RUN_SETTING_NAMES
 
 PARAMETER_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$"
@@ -28,6 +29,8 @@ class ParameterDeclaration(Document):
     min: Number | None = None
     max: Number | None = None
     choices: list[Scalar] = Field(default_factory=list, max_length=256)
+    # A string parameter's own length limit; the platform's cap applies without one.
+    max_length: StrictInt | None = Field(default=None, ge=1, le=MAX_TEXT_VALUE_LENGTH)
     description: Description = ""
 
     @model_validator(mode="after")
@@ -47,6 +50,12 @@ class ParameterDeclaration(Document):
             raise ValueError("min and max are only for int and float parameters")
         if self.min is not None and self.max is not None and self.min > self.max:
             raise ValueError(f"min ({self.min}) must not be greater than max ({self.max})")
+        if self.type != "string" and self.max_length is not None:
+            raise ValueError("max_length is only for string parameters")
+        for position, choice in enumerate(self.choices):
+            problem = isinstance(choice, str) and text_value_problem(choice)
+            if problem:
+                raise ValueError(f"choices.{position} {problem}")
         if self.default is not None:
             problem = parameter_problem(self.model_dump(), self.default)
             if problem:
@@ -70,8 +79,11 @@ def parameter_problem(declaration: dict[str, Any], value: Any) -> str | None:
         return f"has unknown type '{kind}'"
     if not checks[kind](value):
         if kind == "enum":
-            return f"must be one of {declaration.get('choices', [])}, got {value!r}"
-        return f"must be of type {kind}, got {value!r}"
+            choices = declaration.get("choices", [])
+            return f"must be one of {choices}, got {shown_value(value)}"
+        return f"must be of type {kind}, got {shown_value(value)}"
+    if isinstance(value, str):
+        return text_value_problem(value, declaration.get("max_length"))
     if kind in ("int", "float"):
         if not math.isfinite(value):
             return f"must be a finite number, got {value!r}"

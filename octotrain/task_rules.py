@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy import select, tuple_
 from sqlalchemy.orm import Session, selectinload
 
+from octotrain.argument_limits import launch_size_problem
 from octotrain.catalog.access import Scope
 from octotrain.catalog.models import (
     Algorithm,
@@ -34,6 +35,7 @@ from octotrain.catalog.models import (
     SpecKind,
     TrainingTask,
 )
+from octotrain.contracts import parameter_arguments
 from octotrain.documents import judge_document
 from octotrain.errors import FieldProblem
 from octotrain.parameters import parameter_problem
@@ -136,6 +138,7 @@ class _CatalogRules:
         repository = self._repository(project)
         parameters = self._parameters(algorithm)
         env = self._env(algorithm)
+        self._launch_size(algorithm, parameters, env)
         data_inputs = self._data_inputs(project, algorithm)
         mounts = self._mounts(project, algorithm, spec)
         input_models = self._input_models(project)
@@ -262,6 +265,23 @@ class _CatalogRules:
                     f"algorithm '{algorithm.name}' has no environment variable '{name}'",
                 )
         return {name: str(value) for name, value in algorithm.env.items()} | given
+
+    def _launch_size(
+        self, algorithm: Algorithm | None, parameters: dict[str, Any], env: dict[str, str]
+    ) -> None:
+        """The command line and variables a node starts with must fit what the kernel takes."""
+        if algorithm is None:
+            return
+        arguments = dict(
+            zip(
+                (f"parameters.{name}" for name in parameters),
+                parameter_arguments(parameters),
+                strict=True,
+            )
+        )
+        problem = launch_size_problem(algorithm.command, arguments, env)
+        if problem is not None:
+            self.problems.append(problem)
 
     def _datasets(self, project: Project, names: Iterable[str | None]) -> dict[str, Dataset]:
         wanted = {name for name in names if name is not None}

@@ -16,10 +16,10 @@ from octotrain.documents import (
     Description,
     Document,
     Name,
-    PlainText,
     RefName,
     RefVersion,
     Scalar,
+    TextValue,
 )
 from octotrain.schedules import schedule_rule
 
@@ -81,8 +81,10 @@ class TaskSpec(Document):
     node_count: StrictInt = Field(default=1, ge=1, le=MAX_NODES)
     priority: StrictInt = Field(default=0, ge=PRIORITY_RANGE[0], le=PRIORITY_RANGE[1])
     algorithm: RefName
-    parameters: dict[StrictStr, Scalar] = Field(default_factory=dict)
-    env: dict[StrictStr, PlainText] = Field(default_factory=dict)
+    parameters: dict[Annotated[StrictStr, Field(max_length=64)], Scalar] = Field(
+        default_factory=dict
+    )
+    env: dict[Annotated[StrictStr, Field(max_length=128)], TextValue] = Field(default_factory=dict)
     run_as_uid: StrictInt = Field(default=DEFAULT_UID, ge=UID_RANGE[0], le=UID_RANGE[1])
     training_kind: Literal["regular", "incremental"] = "regular"
     # The repository the trained model is archived into (the output repository).

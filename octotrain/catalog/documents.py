@@ -21,7 +21,15 @@ from pydantic import (
 
 from octotrain.catalog.models import AlgorithmType, AnnotationStatus, SpecKind
 from octotrain.contracts import PLATFORM_ENV_NAMES
-from octotrain.documents import Description, Document, Name, PlainText, RefName, RefVersion
+from octotrain.documents import (
+    Description,
+    Document,
+    Name,
+    PlainText,
+    RefName,
+    RefVersion,
+    TextValue,
+)
 from octotrain.mount_volumes import mount_volumes
 from octotrain.parameters import ParameterDeclaration
 from octotrain.task_spec import MAX_NODES
@@ -116,9 +124,7 @@ class AlgorithmDocument(Document):
         min_length=1, max_length=256
     )
     parameters: list[ParameterDeclaration] = Field(default_factory=list, max_length=256)
-    env: dict[StrictStr, Annotated[PlainText, Field(max_length=4096)]] = Field(
-        default_factory=dict, max_length=256
-    )
+    env: dict[StrictStr, TextValue] = Field(default_factory=dict, max_length=256)
     sample_type: SampleType
 
     @field_validator("parameters")

@@ -63,6 +63,11 @@ VALID = {
         "parameters": {"n": 3, "lr": 1.0, "optimizer": "sgd", "shuffle": False, "tag": "t"},
     },
     "changed variable": {"env": {"OMP_NUM_THREADS": "4"}},
+    "string parameter at the platform's cap": {
+        **MODELARTS,
+        "parameters": {"n": 1, "tag": "中" * 8192},
+    },
+    "variable at the platform's cap": {"env": {"OMP_NUM_THREADS": "4" * 8192}},
     "published dataset": {"data_inputs": datasets("house-prices v1")},
     "imported dataset awaiting release": {"data_inputs": datasets("imported v1")},
     "cached cache": {"data_inputs": [{"cache": "hot"}]},
@@ -184,6 +189,26 @@ INVALID: dict[str, tuple[dict[str, Any], str, str]] = {
     ),
     "unknown variable": ({"env": {"NOPE": "1"}}, "env.NOPE", "no environment variable"),
     "variable value not a string": ({"env": {"OMP_NUM_THREADS": 4}}, "env.OMP_NUM_THREADS", ""),
+    "string parameter with a NUL byte": (
+        {**MODELARTS, "parameters": {"n": 1, "tag": "a\x00b"}},
+        "parameters.tag",
+        "must not contain control characters (U+0000-U+001F, U+007F); found U+0000 at position 1",
+    ),
+    "string parameter over the platform's cap": (
+        {**MODELARTS, "parameters": {"n": 1, "tag": "x" * 8193}},
+        "parameters.tag",
+        "must be at most 8192 characters, got 8193",
+    ),
+    "variable with a newline": (
+        {"env": {"OMP_NUM_THREADS": "1\n2"}},
+        "env.OMP_NUM_THREADS",
+        "must not contain control characters",
+    ),
+    "variable over the platform's cap": (
+        {"env": {"OMP_NUM_THREADS": "1" * 10_000_000}},
+        "env.OMP_NUM_THREADS",
+        "must be at most 8192 characters, got 10000000",
+    ),
     # uid
     "uid -1": ({"run_as_uid": -1}, "run_as_uid", "greater than or equal to 0"),
     "uid 65536": ({"run_as_uid": 65536}, "run_as_uid", "less than or equal to 65535"),
@@ -450,3 +475,29 @@ def test_staged_inputs_carry_their_catalog_ids_for_lineage(rule_session: Session
     assert (cache.name, cache.kind) == ("hot", "cache")
     assert dataset.dataset_version_id == cache.dataset_version_id is not None
     assert cache.object_prefix.startswith("caches/demo/hot/")
+
+
+def test_a_launch_over_the_kernels_limit_is_refused_naming_the_biggest_item(
+    rule_session: Session,
+) -> None:
+    from octotrain.catalog.named_objects import Algorithms
+
+    Algorithms(rule_session, ADMIN).create(
+        "demo",
+        {
+            "name": "many-strings",
+            "image": "python:3.11",
+            "command": ["python", "train.py"],
+            "sample_type": "table",
+            "parameters": [{"name": f"s{n}", "type": "string"} for n in range(50)],
+            "env": {"BIG": "b" * 8192},
+        },
+    )
+    # 50 values of 8,000 three-byte characters: each is within the cap, together 1.1 MiB.
+    values = {f"s{n}": "中" * 8000 for n in range(50)} | {"s3": "文" * 8192}
+    found = problems(rule_session, {"algorithm": "many-strings", "parameters": values})
+    assert list(found) == ["parameters.s3"], found
+    assert "would take 1,181 KiB, more than the 1,024 KiB" in found["parameters.s3"]
+    assert found["parameters.s3"].endswith("the biggest item is parameters.s3 (24 KiB)")
+    fewer = {f"s{n}": "中" * 8192 for n in range(40)}
+    assert judge(rule_session, {"algorithm": "many-strings", "parameters": fewer}).parameters
