@@ -1,7 +1,10 @@
 """The Params of a training task's DAG: what one run may change, as JSON schema, so that
 Airflow's "Trigger" form shows typed fields (each algorithm parameter with its type, range or
 choices; node count; priority; environment overrides; incremental inputs) and Airflow refuses
-a conf that does not fit before a run exists. Defaults are the task's saved values.
+a conf that does not fit before a run exists. Defaults are the task's saved values, and every
+Param also takes null, which means "as saved" (Airflow's form sends null for a field left
+empty; ``octotrain.run_settings`` skips it). String values carry the text rule of
+``octotrain.argument_limits`` (length, no control characters) as ``maxLength``/``pattern``.
 
 The names are those of ``octotrain.run_settings``, which ``validate`` applies and judges again
 against the catalog as it is when the run starts.
@@ -13,6 +16,7 @@ from typing import Any
 
 from airflow.sdk import Param
 
+from octotrain.argument_limits import text_value_schema
 from octotrain.catalog.models import Algorithm, ResourceSpec, TrainingTask
 from octotrain.task_spec import MAX_INPUT_MODELS, MAX_VERSION_NUMBER, PRIORITY_RANGE
 
@@ -22,17 +26,18 @@ PARAMETER_SECTION = "Algorithm parameters"
 
 
 def algorithm_param(declaration: dict[str, Any], value: Any) -> Param:
-    """One algorithm parameter as a Param; optional (nullable) when it has no value."""
+    """One algorithm parameter as a Param (null: the saved value, or none when it has none)."""
     schema: dict[str, Any] = {"title": declaration["name"], "section": PARAMETER_SECTION}
-    if declaration.get("type") == "enum":
-        choices = list(declaration["choices"])
-        schema["enum"] = choices if value is not None else [*choices, None]
+    kind = declaration.get("type", "string")
+    if kind == "enum":
+        schema["enum"] = [*declaration["choices"], None]
     else:
-        kind = JSON_TYPES[declaration.get("type", "string")]
-        schema["type"] = kind if value is not None else [kind, "null"]
+        schema["type"] = [JSON_TYPES[kind], "null"]
         for bound, keyword in (("min", "minimum"), ("max", "maximum")):
             if declaration.get(bound) is not None:
                 schema[keyword] = declaration[bound]
+    if kind == "string":
+        schema |= text_value_schema(declaration.get("max_length"))
     return Param(value, description=declaration.get("description") or None, **schema)
 
 
@@ -46,7 +51,7 @@ def run_params(
     params = {
         "node_count": Param(
             int(document.get("node_count", 1)),
-            type="integer",
+            type=["integer", "null"],
             minimum=1,
             maximum=max(max_nodes, 1),
             title="Nodes",
@@ -55,7 +60,7 @@ def run_params(
         ),
         "priority": Param(
             int(document.get("priority", 0)),
-            type="integer",
+            type=["integer", "null"],
             minimum=PRIORITY_RANGE[0],
             maximum=PRIORITY_RANGE[1],
             title="Priority",
@@ -71,8 +76,10 @@ def run_params(
         params[name] = algorithm_param(declaration, saved.get(name, declaration.get("default")))
     params["env"] = Param(
         {name: str(value) for name, value in algorithm.env.items()} | document.get("env", {}),
-        type="object",
-        properties={name: {"type": "string"} for name in algorithm.env},
+        type=["object", "null"],
+        properties={
+            name: {"type": "string", **text_value_schema()} for name in algorithm.env
+        },
         additionalProperties=False,
         title="Environment variables",
         description="The algorithm's variables for this run (others are refused)",
@@ -81,7 +88,7 @@ def run_params(
     if document.get("training_kind") == "incremental":
         params["input_models"] = Param(
             document.get("input_models", []),
-            type="array",
+            type=["array", "null"],
             minItems=1,
             maxItems=MAX_INPUT_MODELS,
             items={

@@ -111,7 +111,7 @@ def test_params_are_the_runs_settings_with_the_saved_values(
         "seed": 0,
         "env": {"OMP_NUM_THREADS": "1"},
     }
-    assert params.get_param("learning_rate").schema["type"] == "number"
+    assert params.get_param("learning_rate").schema["type"] == ["number", "null"]
     assert params.get_param("node_count").schema["maximum"] == 4
     params.validate()  # the saved values fit their own schema
     from airflow.sdk.exceptions import ParamValidationError
@@ -128,7 +128,42 @@ def test_a_task_without_value_for_a_parameter_gets_an_optional_field(
     param = algorithm_param({"name": "tag", "type": "string"}, None)
     assert param.schema["type"] == ["string", "null"] and param.resolve() is None
     choice = algorithm_param({"name": "opt", "type": "enum", "choices": ["a", "b"]}, "a")
-    assert choice.schema["enum"] == ["a", "b"]
+    assert choice.schema["enum"] == ["a", "b", None]
+
+
+def test_null_means_as_saved_for_every_param(
+    catalog: CatalogHook, store: LocalFolderStore, octotrain_env: Path
+) -> None:
+    """The README: a null value in a run's conf means "as saved"; Airflow must let it through
+    to ``validate``, which applies the saved value."""
+    demo = seed(catalog, store)
+    params = build_all_dags(catalog.url)[dag_id_for(demo.task_id)].params
+    for name in params:
+        assert params.get_param(name).resolve(None) is None, name
+
+
+def test_string_values_carry_the_text_rule_into_airflows_trigger(
+    catalog: CatalogHook, store: LocalFolderStore, octotrain_env: Path
+) -> None:
+    from airflow.sdk.exceptions import ParamValidationError
+
+    from dags.run_params import algorithm_param
+
+    tag = algorithm_param({"name": "tag", "type": "string", "max_length": 5}, "x")
+    assert tag.schema["maxLength"] == 5
+    for refused in ["abcdef", "a\x00b", "line\n"]:
+        with pytest.raises(ParamValidationError):
+            tag.resolve(refused)
+    assert tag.resolve("abcde") == "abcde"
+    free = algorithm_param({"name": "note", "type": "string"}, None)
+    assert free.schema["maxLength"] == 8192
+    demo = seed(catalog, store)
+    env = build_all_dags(catalog.url)[dag_id_for(demo.task_id)].params.get_param("env")
+    with pytest.raises(ParamValidationError):
+        env.resolve({"OMP_NUM_THREADS": "1\x00"})
+    with pytest.raises(ParamValidationError):
+        env.resolve({"OMP_NUM_THREADS": "1" * 8193})
+    assert env.resolve({"OMP_NUM_THREADS": "4"}) == {"OMP_NUM_THREADS": "4"}
 
 
 def test_retraining_tasks_are_scheduled_by_cron_by_dataset_or_by_either(

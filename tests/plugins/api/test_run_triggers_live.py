@@ -26,7 +26,7 @@ from octotrain.contracts import dag_id_for
 from octotrain.retraining import dataset_asset_uri
 from tests.conftest import BACKENDS, postgres_database
 from tests.factories import ADMIN, add_task
-from tests.live_airflow import LiveAirflow, demo_airflow
+from tests.live_airflow import HTTP_SECONDS, LiveAirflow, demo_airflow
 
 PLUGIN = "/octotrain/api/v1"
 
@@ -70,17 +70,10 @@ def airflow(
         next(database, None)  # drops it
 
 
-def token(server: LiveAirflow) -> str:
-    answer = httpx.post(
-        f"{server.url}/auth/token", json={"username": "admin", "password": server.password}
-    )
-    return str(answer.json()["access_token"])
-
-
 @pytest.fixture(scope="module")
 def client(airflow: tuple[LiveAirflow, dict]) -> Iterator[airflow_client.ApiClient]:
     server, _tasks = airflow
-    configuration = airflow_client.Configuration(host=server.url, access_token=token(server))
+    configuration = airflow_client.Configuration(host=server.url, access_token=server.admin_token())
     with airflow_client.ApiClient(configuration) as api_client:
         yield api_client
 
@@ -88,8 +81,8 @@ def client(airflow: tuple[LiveAirflow, dict]) -> Iterator[airflow_client.ApiClie
 @pytest.fixture(scope="module")
 def plugin(airflow: tuple[LiveAirflow, dict]) -> Iterator[httpx.Client]:
     server, _tasks = airflow
-    headers = {"Authorization": f"Bearer {token(server)}"}
-    with httpx.Client(base_url=server.url + PLUGIN, headers=headers, timeout=30) as http:
+    headers = server.admin_headers()
+    with httpx.Client(base_url=server.url + PLUGIN, headers=headers, timeout=HTTP_SECONDS) as http:
         yield http
 
 
@@ -107,7 +100,7 @@ def test_the_dag_declares_typed_params_for_airflows_trigger_form(
     assert params["epochs"]["schema"] | {} == {
         "title": "epochs",
         "section": "Algorithm parameters",
-        "type": "integer",
+        "type": ["integer", "null"],  # null: as saved
         "minimum": 1,
         "maximum": 100000,
     }
@@ -126,12 +119,17 @@ def test_airflows_own_trigger_takes_a_conf_and_refuses_one_that_breaks_the_param
         dag_id, TriggerDAGRunPostBody(logical_date=None, conf={"epochs": 7, "node_count": 1})
     )
     assert run.conf == {"epochs": 7, "node_count": 1} and run.state.value == "queued"
+    as_saved = {"epochs": None, "node_count": None, "priority": None, "env": None}
+    run = api.trigger_dag_run(dag_id, TriggerDAGRunPostBody(logical_date=None, conf=as_saved))
+    assert run.conf == as_saved  # the README: null means "as saved"
     before = run_ids(client, dag_id)
     for conf, words in (
         ({"epochs": 0}, "0 is less than the minimum of 1"),
-        ({"epochs": "many"}, "'many' is not of type 'integer'"),
+        ({"epochs": "many"}, "'many' is not of type 'integer', 'null'"),
         ({"node_count": 99}, "99 is greater than the maximum of 4"),
         ({"env": {"NOT_DECLARED": "1"}}, "Additional properties are not allowed"),
+        ({"env": {"OMP_NUM_THREADS": "1\x00"}}, "does not match"),
+        ({"env": {"OMP_NUM_THREADS": "1" * 8193}}, "is too long"),
     ):
         with pytest.raises(ApiException) as refused:
             api.trigger_dag_run(dag_id, TriggerDAGRunPostBody(logical_date=None, conf=conf))
@@ -157,6 +155,8 @@ def test_the_plugin_starts_a_judged_run_once_per_request_id(
     assert run_ids(client, dag_id).count("request__retry-me-1") == 1
     airflow_run = DagRunApi(client).get_dag_run(dag_id, "request__retry-me-1")
     assert airflow_run.conf == body["conf"] and airflow_run.triggering_user_name == "admin"
+    as_saved = plugin.post(f"/tasks/{task}/runs", json={"conf": {"epochs": None, "env": None}})
+    assert as_saved.status_code == 201, as_saved.text
     other = plugin.post(f"/tasks/{task}/runs", json=body | {"conf": {"epochs": 10}})
     assert other.status_code == 409 and "other settings" in other.json()["detail"]
     listed = plugin.get(f"/tasks/{task}/runs").json()
@@ -192,6 +192,10 @@ def test_the_plugin_refuses_bad_settings_with_the_field_and_starts_nothing(
         ({"input_models": [{"repository": "house-price-model", "version": 1}]},
          "input_models", "only for incremental training"),
         ({"env": "x"}, "conf.env", "must be an object"),
+        ({"env": {"OMP_NUM_THREADS": "1\x00"}}, "env.OMP_NUM_THREADS",
+         "must not contain control characters"),
+        ({"env": {"OMP_NUM_THREADS": "1" * 10_000_000}}, "env.OMP_NUM_THREADS",
+         "must be at most 8192 characters, got 10000000"),
     ):  # fmt: skip
         refused = plugin.post(f"/tasks/{task}/runs", json={"conf": conf})
         assert refused.status_code == 400, (conf, refused.text)
