@@ -183,14 +183,19 @@ def _commit(
 
 
 def lineage_edges(plan: RunPlan) -> list[ModelVersionInput]:
-    """The dataset versions (directly or through a cache) and input model versions the run
-    trained from, as the relational half of lineage."""
+    """The dataset versions (staged directly or through a cache, or mounted) and input model
+    versions the run trained from, as the relational half of lineage."""
     edges = [
         ModelVersionInput(
             dataset_version_id=item.dataset_version_id,
             via="dataset" if item.kind == "dataset" else f"cache:{item.name}",
         )
         for item in plan.data_inputs
+        if item.dataset_version_id is not None
+    ]
+    edges += [
+        ModelVersionInput(dataset_version_id=item.dataset_version_id, via="mount")
+        for item in plan.mounts
         if item.dataset_version_id is not None
     ]
     edges += [

@@ -199,6 +199,10 @@ def build_run_plan(
                 ref.model_dump(exclude_none=True) | {"dataset_version_id": item.dataset_version_id}
                 for ref, item in zip(spec.data_inputs, resolved.data_inputs, strict=True)
             ],
+            "mounts": [
+                ref.model_dump(exclude_none=True) | {"dataset_version_id": item.dataset_version_id}
+                for ref, item in zip(spec.mounts, resolved.mounts, strict=True)
+            ],
             "input_models": [
                 ref.model_dump() | {"model_version_id": item.model_version_id}
                 for ref, item in zip(spec.input_models, resolved.input_models, strict=True)

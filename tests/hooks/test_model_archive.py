@@ -14,7 +14,7 @@ from hooks.catalog import CatalogHook
 from hooks.local_store import LocalFolderStore
 from hooks.model_archive import archive_outputs
 from hooks.s3_store import s3_store_from_url
-from octotrain.catalog.models import ModelVersion, Run, RunState, TrainingTask
+from octotrain.catalog.models import DatasetVersion, ModelVersion, Run, RunState, TrainingTask
 from octotrain.planning import RunPlan, build_run_plan
 from octotrain.storage import ObjectStoreUnavailable
 from tests.factories import seed
@@ -68,6 +68,51 @@ def test_a_version_points_at_the_runs_upload_with_manifest_and_lineage(
         assert row.lineage["env"] == {"OMP_NUM_THREADS": "1"}
         run = session.get(Run, plan.catalog_run_id)
         assert (run.state, run.model_version_id) == ("success", version.id)
+
+
+def test_mounted_dataset_versions_are_inputs_of_lineage_both_ways(
+    catalog: CatalogHook, store: LocalFolderStore, tmp_path: Path
+) -> None:
+    """A resource mount is read by the training like a staged input, so it is lineage too."""
+    from octotrain.catalog.named_objects import ResourceSpecs
+    from octotrain.catalog.views import DatasetVersionView, ModelVersionView
+    from octotrain.tasks import Tasks
+    from tests.factories import ADMIN
+
+    demo = seed(catalog, store)
+    with catalog.session() as session:
+        ResourceSpecs(session, ADMIN).create(
+            "demo", {"name": "ma-cpu", "kind": "modelarts", "cpu": 1, "memory_mib": 512,
+                     "max_nodes": 4},
+        )  # fmt: skip
+        Tasks(session, ADMIN).update(
+            demo.task_id,
+            {"resource_spec": "ma-cpu", "mounts": [{"dataset": "house-prices", "version": "v1"}]},
+        )
+        task = session.get(TrainingTask, demo.task_id)
+        plan = build_run_plan(session, task, run_id="manual__m", master_addr="127.0.0.1",
+                              master_port=1, triggered_by="alice")  # fmt: skip
+        run = Run(task_id=task.id, airflow_run_id="manual__m", state=RunState.RUNNING,
+                  node_count=2)  # fmt: skip
+        session.add(run)
+        session.flush()
+        plan = plan.model_copy(update={"catalog_run_id": run.id})
+    assert plan.lineage["mounts"] == [
+        {
+            "dataset": "house-prices",
+            "version": "v1",
+            "dataset_version_id": plan.mounts[0].dataset_version_id,
+        }
+    ]
+    version = archive_outputs(catalog, store, plan, outputs(tmp_path), plan.lineage)
+    with catalog.session() as session:
+        row = session.get(ModelVersion, version.id)
+        inputs = ModelVersionView.of(row).inputs
+        assert {"dataset": "house-prices", "version": "v1", "via": "mount"} in inputs
+        assert {"dataset": "house-prices", "version": "v1", "via": "dataset"} in inputs
+        mounted = session.get(DatasetVersion, plan.mounts[0].dataset_version_id)
+        produced = DatasetVersionView.of(mounted).produced
+        assert {"repository": "house-price-model", "version": 1, "via": "mount"} in produced
 
 
 def test_the_store_going_down_mid_upload_leaves_no_version_and_no_object(
