@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowFailException
 from sqlalchemy import select
@@ -101,6 +103,7 @@ class ValidateTaskOperator(TrainingStageOperator):
             run.node_count = plan.world_size if plan else int(task.spec.get("node_count", 1))
             run.state = RunState.FAILED if error else RunState.RUNNING
             run.message = f"validation failed: {error}" if error else ""
+            run.ended_at = datetime.now(UTC) if error else None
             run.plan = plan.shown() if plan else {}
             session.flush()
             run_row_id = run.id

@@ -66,6 +66,7 @@ def run(task_id: int) -> dict[str, object]:
             {
                 "state": str(run_row.state),
                 "message": run_row.message,
+                "ended": run_row.ended_at is not None,
                 "run_key": run_row.plan.get("run_key"),
                 "model_version": run_row.model_version.version if run_row.model_version else None,
                 "lineage_inputs": [edge.via for edge in run_row.model_version.inputs]

@@ -114,7 +114,7 @@ def test_demo_run_succeeds_with_logs_metrics_and_a_model_version(
     assert demo["state"] == "success", demo
     assert set(demo["tasks"].values()) == {"success"}
     assert {"launch[0]", "launch[1]"} <= set(demo["tasks"])
-    assert demo["run"]["state"] == "success"
+    assert demo["run"]["state"] == "success" and demo["run"]["ended"]
     assert demo["run"]["model_version"] == 1
     assert demo["run"]["lineage_inputs"] == ["dataset"]  # house-prices v1, relationally
 
@@ -160,7 +160,7 @@ def test_failing_node_fails_the_run_stops_the_others_and_archives_nothing(
     assert failed["tasks"]["launch[0]"] == failed["tasks"]["launch[1]"] == "failed"
     assert failed["tasks"]["collect_logs"] == "success"
     assert failed["tasks"]["archive_model"] == "upstream_failed"
-    assert failed["run"]["state"] == "failed"
+    assert failed["run"]["state"] == "failed" and failed["run"]["ended"]
     assert failed["run"]["model_version"] is None
 
     logs = run_folder(root, failed) / "logs"
@@ -192,6 +192,7 @@ def test_missing_references_fail_validate_before_anything_is_staged(
     assert missing["tasks"]["validate"] == "failed"
     assert missing["tasks"]["stage_data"] == "upstream_failed"
     assert missing["tasks"]["archive_model"] == "upstream_failed"
+    assert missing["run"]["state"] == "failed" and missing["run"]["ended"]
     message = missing["run"]["message"]
     for name in ("deleted-algorithm", "deleted-repository", "v404"):
         assert name in message
