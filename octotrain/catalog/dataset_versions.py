@@ -68,12 +68,13 @@ class DatasetVersions:
             return []
 
         parsed = judge_document(DatasetVersionDocument, document, version_free)
-        check_files(files)
+        prefix = dataset_version_prefix(project, dataset, parsed.version)
+        check_files(files, prefix=prefix, max_key_bytes=self.store.max_key_bytes)
         row = DatasetVersion(
             dataset_id=found.id,
             version=parsed.version,
             status=DatasetVersionStatus.IMPORTED_AWAITING_RELEASE,
-            object_prefix=dataset_version_prefix(project, dataset, parsed.version),
+            object_prefix=prefix,
         )
         add_with_objects(
             self.session,

@@ -62,15 +62,16 @@ class ModelVersions:
         """Import ``files`` (relative path → local file) as the repository's next version."""
         found = self.repositories.get(project, repository)
         parsed = parse_document(ModelImportDocument, document)
-        check_files(files)
         number = next_version_number(self.session, found.id)
+        prefix = model_import_prefix(project, repository, number)
+        check_files(files, prefix=prefix, max_key_bytes=self.store.max_key_bytes)
         row = ModelVersion(
             repository_id=found.id,
             version=number,
             status=ModelVersionStatus.COMPLETE,
             source=ModelVersionSource.IMPORTED,
             description=parsed.description,
-            object_prefix=model_import_prefix(project, repository, number),
+            object_prefix=prefix,
             lineage={
                 "imported_by": self.scope.username,
                 "imported_at": datetime.now(UTC).isoformat(),

@@ -8,7 +8,8 @@ row's prefix, and removed again if the catalog transaction rolls back for any re
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import unicodedata
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 
@@ -22,32 +23,87 @@ from octotrain.manifests import Manifest, manifest_of
 from octotrain.storage import ObjectStore
 
 MAX_FILES = 100_000
+# Linux's NAME_MAX: no file system of a node (nor a local folder store) holds a longer name.
+MAX_PART_BYTES = 255
 UPLOAD_CONCURRENCY = 8
 
 
-def check_files(files: Mapping[str, Path], field: str = "files") -> None:
-    """Every relative path must stay inside the version; at least one file is needed."""
-    if not files:
+def check_paths(paths: Iterable[str], *, field: str = "files") -> None:
+    """The rules a file's path inside a version obeys wherever it is stored: at least one
+    file; each path relative, inside the version, valid UTF-8 without control characters, and
+    no folder or file name in it over 255 bytes (it becomes a file name on the nodes)."""
+    paths = list(paths)
+    if not paths:
         raise InvalidInput.one(field, "at least one file is needed")
-    if len(files) > MAX_FILES:
-        raise InvalidInput.one(field, f"at most {MAX_FILES} files, got {len(files)}")
-    problems = []
-    for relative in files:
-        path = PurePosixPath(relative)
-        if (
-            not relative
-            or "\\" in relative
-            or "\x00" in relative
-            or path.is_absolute()
-            or any(part in ("", ".", "..") for part in relative.split("/"))
-        ):
-            problems.append(
-                FieldProblem(
-                    f"{field}.{relative}", "must be a relative path without '..' or empty parts"
-                )
-            )
+    if len(paths) > MAX_FILES:
+        raise InvalidInput.one(field, f"at most {MAX_FILES} files, got {len(paths)}")
+    problems = [
+        FieldProblem(f"{field}.{path}", rule)
+        for path in paths
+        if (rule := _broken_path_rule(path)) is not None
+    ]
+    problems += _files_that_are_folders(paths, field)
     if problems:
         raise InvalidInput(problems)
+
+
+def check_files(
+    files: Mapping[str, Path], *, prefix: str, max_key_bytes: int, field: str = "files"
+) -> None:
+    """``check_paths``, and each object key (``prefix/path``) within the store's limit, so
+    that nothing is refused by the store halfway through an import."""
+    check_paths(files, field=field)
+    room = max_key_bytes - len(prefix.encode()) - 1
+    problems = [
+        FieldProblem(
+            f"{field}.{path}",
+            f"its object key '{prefix}/{path}' would be {size} bytes (UTF-8); the object store "
+            f"holds keys of at most {max_key_bytes} bytes, so a path here may be at most "
+            f"{room} bytes",
+        )
+        for path in files
+        if (size := len(f"{prefix}/{path}".encode())) > max_key_bytes
+    ]
+    if problems:
+        raise InvalidInput(problems)
+
+
+def _files_that_are_folders(paths: list[str], field: str) -> list[FieldProblem]:
+    """A file's path may not also be a folder of another file (``model`` and ``model/a``):
+    no file system holds both, and the nodes receive the files as files."""
+    folders: dict[str, str] = {}
+    for path in paths:
+        parts = path.split("/")
+        for end in range(1, len(parts)):
+            folders.setdefault("/".join(parts[:end]), path)
+    return [
+        FieldProblem(f"{field}.{path}", f"is a file and also the folder of '{folders[path]}'")
+        for path in paths
+        if path in folders
+    ]
+
+
+def _broken_path_rule(path: str) -> str | None:
+    parts = path.split("/")
+    if (
+        not path
+        or "\\" in path
+        or PurePosixPath(path).is_absolute()
+        or any(part in ("", ".", "..") for part in parts)
+    ):
+        return "must be a relative path ('/' between names) without '..', '.', empty parts or '\\'"
+    if any(unicodedata.category(character) == "Cc" for character in path):
+        return "must not contain control characters"
+    try:
+        longest = max(len(part.encode()) for part in parts)
+    except UnicodeEncodeError:
+        return "must be valid UTF-8"
+    if longest > MAX_PART_BYTES:
+        return (
+            f"each folder or file name in a path may be at most {MAX_PART_BYTES} bytes (UTF-8); "
+            f"this path has one of {longest} bytes"
+        )
+    return None
 
 
 def fill_claimed_prefix(

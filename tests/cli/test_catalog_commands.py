@@ -9,6 +9,7 @@ import pytest
 
 from cli.main import app
 from tests.cli.conftest import Cli
+from tests.file_names import name_of
 
 pytestmark = pytest.mark.parametrize("catalog_url", ["sqlite"], indirect=True)
 
@@ -88,3 +89,23 @@ def test_projects_members_and_model_imports(cli: Cli, tmp_path: Path) -> None:
 def test_the_project_option_comes_from_the_environment(cli: Cli) -> None:
     result = cli.runner.invoke(app, ["algorithm", "list"], env={"OCTOTRAIN_PROJECT": "demo"})
     assert result.exit_code == 0 and "linear-regression-numpy" in result.stdout
+
+
+def test_an_import_judges_file_names_as_the_rest_api_does(cli: Cli, tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    for name in (name_of(224), name_of(255), "bell\x07.txt"):
+        (folder / name).write_text("x")
+    (folder / "caf\udce9.txt").write_text("x")  # a name whose bytes are not UTF-8
+    refused = cli("dataset", "version", "import", "house-prices", "v2", "--from", folder,
+                  "-p", "demo")  # fmt: skip
+    assert refused.exit_code == 1, refused.output
+    assert refused.stderr.splitlines()[1:] == [
+        "  files.bell\x07.txt: must not contain control characters",
+        "  files.caf\\udce9.txt: must be valid UTF-8",  # printed with a backslash escape
+    ]
+    (folder / "bell\x07.txt").unlink()
+    (folder / "caf\udce9.txt").unlink()
+    version = cli.json("dataset", "version", "import", "house-prices", "v2", "--from", folder,
+                       "-p", "demo")  # fmt: skip
+    assert version["file_count"] == 2

@@ -19,6 +19,7 @@ from octotrain.storage import (
     ObjectStoreError,
     ObjectStoreUnavailable,
 )
+from tests.file_names import name_of, path_of
 
 MIB = 1024 * 1024
 
@@ -150,29 +151,18 @@ def test_ranges_and_streams_read_only_what_they_are_asked(
         list(any_store.iter_bytes("logs/none.log"))
 
 
-def key_of(size: int) -> str:
-    """A key of exactly ``size`` bytes in parts of 255 bytes (CJK, 3 bytes a character), but
-    the last; a part is never left 0 bytes long."""
-    parts, left = [], size
-    while left > 0:
-        part = left if left <= 255 else 254 if left == 256 else 255
-        parts.append("数" * (part // 3) + "x" * (part % 3))
-        left -= part + 1  # and the "/" before the next part
-    return "/".join(parts)
-
-
 def test_keys_up_to_the_announced_limit_round_trip(any_store: ObjectStore, tmp_path: Path) -> None:
     """Every key the catalog accepts (parts of at most 255 bytes, a whole key of at most the
     store's ``max_key_bytes``) is written, listed and read back, also into a folder whose
     file name is itself 255 bytes: no temporary name beside it may be longer."""
-    key = key_of(any_store.max_key_bytes)
+    key = path_of(any_store.max_key_bytes)
     assert len(key.encode()) == any_store.max_key_bytes
     assert max(len(part.encode()) for part in key.split("/")) == 255
-    short_name = "数" * 74 + "xy"  # 224 bytes: the name the acceptance test found broken
-    for written in (key, f"datasets/p/d/v1/{short_name}"):
+    reported = f"datasets/p/d/v1/{name_of(224)}"  # the size an acceptance test found broken
+    for written in (key, reported):
         any_store.put_file(written, write(tmp_path / "source", written.encode()))
         assert [info.key for info in any_store.list(written.rsplit("/", 1)[0])] == [written]
-        copy = tmp_path / "copies" / ("数" * 85)
+        copy = tmp_path / "copies" / name_of(255)
         any_store.get_file(written, copy)
         assert copy.read_bytes() == written.encode()
         assert [path.name for path in copy.parent.iterdir()] == [copy.name]
