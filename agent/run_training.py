@@ -1,7 +1,9 @@
 """Run the user's training command, teeing its output into the train log.
 
     python run_training.py --train-log PATH --sidecar-log PATH [--resources PATH]
-        [--await-sidecar PATH] [--exit-file PATH [--await-upload PATH]] -- COMMAND [ARGS...]
+        [--await-sidecar PATH] [--exit-file PATH [--await-upload PATH]]
+        [--stop-grace-seconds S] [--memory-cgroup DIR] [--address-space-limit BYTES]
+        [--user UID --group GID] -- COMMAND [ARGS...]
 
 Both launchers start the user's command through this wrapper so that the train log holds
 exactly the program's stdout and stderr, the sidecar log records process control, and a stop
@@ -10,10 +12,20 @@ program's own (128 + N when it was killed by signal N), as a container runtime r
 With ``--await-sidecar`` the training starts once the pod's sidecar is ready (it then uploads
 whatever happens, even if the training is killed at once); with ``--resources`` the resource
 monitor samples the training process into that file; with
-``--exit-file`` the exit status is also written there when the program ends: a pod's sidecar
-waits for it to make its final upload, and with ``--await-upload`` the wrapper then waits (at
-most ``--await-upload-seconds``) until the sidecar says it is done, so that the pod, which
+``--exit-file`` the exit status is also written there when the program ends, as JSON
+(``exit_status``; ``start_error`` when the command could not be run; ``killed_after_grace_seconds``
+when it ignored a stop): the launchers read why from it, a pod's sidecar waits for it to make
+its final upload, and with ``--await-upload`` the wrapper then waits (at most
+``--await-upload-seconds``) until the sidecar says it is done, so that the pod, which
 Kubernetes ends once this container has, lives until ``OUTPUT`` is safe.
+
+With ``--stop-grace-seconds`` a training still running that long after a SIGTERM is killed by
+the wrapper itself (a pod's runtime would kill everything at the end of the pod's grace period,
+leaving no word and no time for the final upload). The training may be confined before it
+starts: into a memory cgroup (``--memory-cgroup``, whose limit the launcher set), under an
+address-space limit (``--address-space-limit``, ``RLIMIT_AS``, where no cgroup is available),
+and as another user (``--user``/``--group``, no supplementary groups): the launcher decides
+what this machine allows.
 """
 
 from __future__ import annotations
@@ -21,14 +33,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import json
 import os
+import resource
 import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from resource_monitor import ResourceMonitor
 
@@ -60,6 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--await-upload-seconds", type=float, default=3600)
     parser.add_argument("--await-sidecar", type=Path)
     parser.add_argument("--await-sidecar-seconds", type=float, default=120)
+    parser.add_argument("--stop-grace-seconds", type=float)
+    parser.add_argument("--memory-cgroup", type=Path)
+    parser.add_argument("--address-space-limit", type=int)
+    parser.add_argument("--user", type=int)
+    parser.add_argument("--group", type=int)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -73,16 +93,18 @@ def main(argv: list[str] | None = None) -> int:
     _control(args.sidecar_log, f"starting training command: {' '.join(command)}")
     try:
         # The child stays in the wrapper's process group: a launcher that signals the group
-        # reaches the whole training process tree, SIGKILL included.
-        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    except OSError as error:
-        message = f"cannot start {command[0]}: {error.strerror}"
-        with args.train_log.open("a", encoding="utf-8") as handle:
-            handle.write(message + "\n")
-        _control(args.sidecar_log, message)
-        status = 127 if isinstance(error, FileNotFoundError) else 126
-        _exited(args.exit_file, status)
-        return _after_upload(args, status)
+        # reaches the whole training process tree, SIGKILL included. It is confined before
+        # it runs anything; the wrapper has no other thread yet, so this is safe.
+        child = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            preexec_fn=_confinement(args),
+        )
+    except (OSError, subprocess.SubprocessError) as error:
+        return _not_started(args, command, error)
+
+    exits = _ExitRecord(args.exit_file)
 
     def forward(signum: int, _frame: object) -> None:
         # In a container the runtime signals only PID 1 (this wrapper): pass the signal on to
@@ -91,6 +113,11 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signum, signal.SIG_IGN)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(os.getpgrp(), signum)
+        if args.stop_grace_seconds is not None:
+            grace = args.stop_grace_seconds
+            kill = threading.Timer(grace, _kill_after_grace, (exits, grace, args.sidecar_log))
+            kill.daemon = True
+            kill.start()
 
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
@@ -107,15 +134,81 @@ def main(argv: list[str] | None = None) -> int:
         monitor.stop()
     status = 128 - code if code < 0 else code
     _control(args.sidecar_log, f"training process exited with status {status}")
-    _exited(args.exit_file, status)
+    exits.record({"exit_status": status})
     return _after_upload(args, status)
 
 
-def _exited(exit_file: Path | None, status: int) -> None:
-    """Record the exit status for the pod's sidecar (written whole, then renamed)."""
+class _ExitRecord:
+    """The exit file, written once: by the main thread when the training ends, or by the
+    grace-period timer just before it kills the training (and this wrapper with it)."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._written = False
+
+    def record(self, report: dict[str, Any], then: Callable[[], None] | None = None) -> None:
+        with self._lock:
+            if self._written:
+                return
+            self._written = True
+            _exited(self.path, report)
+            if then is not None:
+                then()
+
+
+def _kill_after_grace(exits: _ExitRecord, grace: float, sidecar_log: Path) -> None:
+    def kill() -> None:
+        _control(sidecar_log, f"the training ignored SIGTERM for {grace:g}s: killing it (SIGKILL)")
+        os.killpg(os.getpgrp(), signal.SIGKILL)  # this wrapper too: it has nothing left to do
+
+    exits.record({"exit_status": 137, "killed_after_grace_seconds": grace}, then=kill)
+
+
+def _confinement(args: argparse.Namespace) -> Callable[[], None] | None:
+    """What the training's process does before it runs the command, in this order: enter the
+    memory cgroup and lower its address space while it may (as the launcher's user), then
+    become the task's user."""
+    if args.memory_cgroup is None and args.address_space_limit is None and args.user is None:
+        return None
+
+    def confine() -> None:
+        if args.memory_cgroup is not None:
+            (args.memory_cgroup / "cgroup.procs").write_text(str(os.getpid()))
+        if args.address_space_limit is not None:
+            limit = args.address_space_limit
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        if args.user is not None:
+            os.setgroups([])
+            os.setgid(args.group if args.group is not None else args.user)
+            os.setuid(args.user)
+
+    return confine
+
+
+def _not_started(args: argparse.Namespace, command: list[str], error: Exception) -> int:
+    """The command could not be run: say why in both logs and in the exit file."""
+    if isinstance(error, OSError):
+        detail = error.strerror or str(error)
+        why = f"its command {command[0]!r} could not be run ({detail})"
+        status = 127 if isinstance(error, FileNotFoundError) else 126
+    else:  # the confinement failed in the child, before the command ran
+        detail = f"the memory limit or the user could not be applied ({error})"
+        why = f"{detail} before it ran"
+        status = 126
+    message = f"cannot start {command[0]}: {detail}"
+    with args.train_log.open("a", encoding="utf-8") as handle:
+        handle.write(message + "\n")
+    _control(args.sidecar_log, message)
+    _exited(args.exit_file, {"exit_status": status, "start_error": why})
+    return _after_upload(args, status)
+
+
+def _exited(exit_file: Path | None, report: dict[str, Any]) -> None:
+    """Record how the training ended (written whole, then renamed)."""
     if exit_file is not None:
         partial = exit_file.with_name(exit_file.name + ".partial")
-        partial.write_text(str(status))
+        partial.write_text(json.dumps(report))
         partial.replace(exit_file)
 
 

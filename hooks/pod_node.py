@@ -174,11 +174,22 @@ class NodeSync:
         return 0
 
     def _final_upload(self, exit_file: Path) -> None:
-        status = exit_file.read_text().strip() if exit_file.exists() else ""
-        self.note(f"training ended (exit status {status or 'none: stopped'}); final upload")
+        report = _exit_report(exit_file)
+        status = report["exit_status"]
+        shown = "none: stopped" if status is None else status
+        self.note(f"training ended (exit status {shown}); final upload")
         count = self.upload_output()
         self.note(f"uploaded OUTPUT: {count} files")
-        code = int(status) if status.lstrip("-").isdigit() else None
-        write_text(self.store, f"{self.prefix}/exits/{self.node_index}.json",
-                   json.dumps({"exit_status": code}))  # fmt: skip
+        write_text(self.store, f"{self.prefix}/exits/{self.node_index}.json", json.dumps(report))
         self.sync()
+
+
+def _exit_report(exit_file: Path) -> dict[str, Any]:
+    """The wrapper's report of how the training ended (agent/run_training.py: its exit status,
+    why it could not start, a kill after the grace period); no status when there is none (the
+    pod was stopped before the training ended)."""
+    try:
+        report = json.loads(exit_file.read_text())
+    except (FileNotFoundError, ValueError):
+        return {"exit_status": None}
+    return report if isinstance(report, dict) else {"exit_status": None}

@@ -1,9 +1,13 @@
 import json
+import os
+import signal
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+
+import pytest
 
 from agent.run_training import main
 
@@ -23,6 +27,99 @@ def test_missing_command_is_exit_127_with_a_message(tmp_path: Path) -> None:
     )
     assert code == 127
     assert "cannot start no-such-program-xyz" in (tmp_path / "t.log").read_text()
+
+
+def test_a_command_that_cannot_start_is_reported_in_the_exit_file(tmp_path: Path) -> None:
+    """The launchers read why from the exit file: a status of 127 alone could be the
+    program's own."""
+    exit_file = tmp_path / "exit.json"
+    code = main(
+        [
+            "--train-log", str(tmp_path / "t.log"), "--sidecar-log", str(tmp_path / "s.log"),
+            "--exit-file", str(exit_file), "--", str(tmp_path / "no-such-interpreter"), "x.py",
+        ]
+    )  # fmt: skip
+    assert code == 127
+    assert json.loads(exit_file.read_text()) == {
+        "exit_status": 127,
+        "start_error": f"its command {str(tmp_path / 'no-such-interpreter')!r} could not be run "
+        "(No such file or directory)",
+    }
+
+
+def wrapper(tmp_path: Path, *options: str, code: str) -> subprocess.Popen[bytes]:
+    """The wrapper as a launcher starts it: in a process group of its own."""
+    return subprocess.Popen(
+        [
+            sys.executable, str(WRAPPER), "--train-log", str(tmp_path / "t.log"),
+            "--sidecar-log", str(tmp_path / "s.log"), "--exit-file", str(tmp_path / "exit.json"),
+            *options, "--", sys.executable, "-c", code,
+        ],
+        start_new_session=True,
+    )  # fmt: skip
+
+
+def await_line(path: Path, words: str, seconds: float = 20) -> None:
+    deadline = time.monotonic() + seconds
+    while not (path.exists() and words in path.read_text()):
+        assert time.monotonic() < deadline, f"{words!r} never appeared in {path}"
+        time.sleep(0.02)
+
+
+def test_a_training_ignoring_sigterm_is_killed_after_the_grace_period_and_says_so(
+    tmp_path: Path,
+) -> None:
+    """On Kubernetes the wrapper itself enforces the grace period, so that the exit file says
+    why the training died and the sidecar's final upload still has time to run."""
+    ignores = (
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "print('ready', flush=True); time.sleep(60)"
+    )
+    process = wrapper(tmp_path, "--stop-grace-seconds", "0.5", code=ignores)
+    await_line(tmp_path / "t.log", "ready")
+    started = time.monotonic()
+    os.killpg(process.pid, signal.SIGTERM)
+    assert process.wait(timeout=20) == -signal.SIGKILL
+    assert 0.5 <= time.monotonic() - started < 10
+    report = json.loads((tmp_path / "exit.json").read_text())
+    assert report == {"exit_status": 137, "killed_after_grace_seconds": 0.5}
+    sidecar = (tmp_path / "s.log").read_text()
+    assert "the training ignored SIGTERM for 0.5s: killing it (SIGKILL)" in sidecar
+
+
+def test_a_training_that_stops_within_the_grace_period_keeps_its_status(tmp_path: Path) -> None:
+    process = wrapper(
+        tmp_path, "--stop-grace-seconds", "30",
+        code="import time; print('ready', flush=True); time.sleep(60)",
+    )  # fmt: skip
+    await_line(tmp_path / "t.log", "ready")
+    os.killpg(process.pid, signal.SIGTERM)
+    assert process.wait(timeout=20) == 143
+    assert json.loads((tmp_path / "exit.json").read_text()) == {"exit_status": 143}
+
+
+def test_the_address_space_limit_makes_a_large_allocation_fail(tmp_path: Path) -> None:
+    code = main(
+        [
+            "--train-log", str(tmp_path / "t.log"), "--sidecar-log", str(tmp_path / "s.log"),
+            "--address-space-limit", str(256 * 1024 * 1024), "--",
+            sys.executable, "-c", "hoard = bytearray(512 * 1024 * 1024)",
+        ]
+    )  # fmt: skip
+    assert code == 1
+    assert "MemoryError" in (tmp_path / "t.log").read_text()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root may run the training as another user")
+def test_the_training_runs_as_the_user_it_is_given(tmp_path: Path) -> None:
+    code = main(
+        [
+            "--train-log", str(tmp_path / "t.log"), "--sidecar-log", str(tmp_path / "s.log"),
+            "--user", "1000", "--group", "1000", "--", "/bin/sh", "-c", "id -u; id -g; id -G",
+        ]
+    )  # fmt: skip
+    assert code == 0, (tmp_path / "t.log").read_text()
+    assert (tmp_path / "t.log").read_text().split() == ["1000", "1000", "1000"]
 
 
 def test_wrapper_runs_without_the_project_installed(tmp_path: Path) -> None:
@@ -62,7 +159,7 @@ def test_resources_are_sampled_and_the_exit_status_recorded(tmp_path: Path) -> N
             sys.executable, "-c", "import time; data = bytearray(50_000_000); time.sleep(2.6)",
         ]
     )  # fmt: skip
-    assert code == 0 and exit_file.read_text() == "0"
+    assert code == 0 and json.loads(exit_file.read_text()) == {"exit_status": 0}
     samples = [json.loads(line) for line in resources.read_text().splitlines()]
     measured = [s for s in samples if "memory_bytes" in s]
     assert measured and max(s["memory_bytes"] for s in measured) > 50_000_000

@@ -139,7 +139,7 @@ def test_the_final_upload_follows_the_exit_status_and_the_sidecar_waits_to_be_st
     work = work_folder(tmp_path)
     (work / "output" / "ckpt" / "model.pt").write_bytes(b"weights")
     exit_file, done_file = work / "exit-code", work / "upload-done"
-    exit_file.write_text("3\n")
+    exit_file.write_text('{"exit_status": 137, "killed_after_grace_seconds": 2.0}')
     sidecar = NodeSync(store, prefix=PREFIX, task_id=7, node_index="distributed-0", work=work)
     stopper = sigterm_once(done_file.exists)  # the wrapper sees it and the container ends
     ready = work / "sync-ready"
@@ -149,9 +149,12 @@ def test_the_final_upload_follows_the_exit_status_and_the_sidecar_waits_to_be_st
     manifest = read_json(store, f"{PREFIX}/outputs/distributed-0.json")
     assert list(manifest) == ["ckpt/model.pt"] and content_digest(manifest)
     assert read_text(store, f"{PREFIX}/output/distributed-0/ckpt/model.pt") == "weights"
-    assert read_json(store, f"{PREFIX}/exits/distributed-0.json") == {"exit_status": 3}
+    assert read_json(store, f"{PREFIX}/exits/distributed-0.json") == {
+        "exit_status": 137,
+        "killed_after_grace_seconds": 2.0,
+    }  # the wrapper's whole report reaches collect_logs
     sidecar_log = read_text(store, f"{PREFIX}/logs/train-7-distributed-0-sidecar.log")
-    assert "training ended (exit status 3)" in sidecar_log
+    assert "training ended (exit status 137)" in sidecar_log
     assert "uploaded OUTPUT: 1 files" in sidecar_log
 
 
