@@ -32,7 +32,7 @@ from hooks.catalog import CatalogHook
 from octotrain.catalog.models import Algorithm
 from octotrain.settings import REPO_ROOT
 from tests.factories import add_command_algorithm, add_task
-from tests.live_airflow import demo_airflow
+from tests.live_airflow import HTTP_SECONDS, demo_airflow
 
 TRAINING_SECONDS = 10
 # Writes its start (wall clock) as one JSON line, trains for TRAINING_SECONDS, then writes its
@@ -117,10 +117,8 @@ def main() -> None:
     with demo_airflow(
         root, settings, ten_seconds_task, components=("scheduler",), dags_folder=dags
     ) as (server, task_id):
-        token = httpx.post(f"{server.url}/auth/token",
-                           json={"username": "admin", "password": server.password})  # fmt: skip
-        headers = {"Authorization": f"Bearer {token.json()['access_token']}"}
-        with httpx.Client(base_url=server.url, headers=headers, timeout=60) as http:
+        headers = server.admin_headers()
+        with httpx.Client(base_url=server.url, headers=headers, timeout=HTTP_SECONDS) as http:
             results: dict[str, list[tuple[float, float]]] = {"bare": [], "octotrain": []}
             for _ in range(arguments.runs):
                 results["bare"].append(_measure(http, marks, "bare_bash",

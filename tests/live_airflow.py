@@ -1,7 +1,12 @@
 """A real Airflow api-server for tests that talk to Airflow over HTTP: its own AIRFLOW_HOME,
 metadata DB and catalog, Octotrain's DAGs serialized, bound to 127.0.0.1 on a free port, and
 stopped (with its whole process group) when the test module is done. Tests that need runs to
-run also start a scheduler (LocalExecutor) and a dag-processor beside it."""
+run also start a scheduler (LocalExecutor) and a dag-processor beside it.
+
+Everything here waits with deadlines generous enough for a loaded 2-core CI machine: a deadline
+costs nothing when things are fast, and one flaky live test costs a whole CI try. On SQLite the
+metadata DB has the embedded default's settings (``cli.airflow_sqlite``): writers wait for one
+another instead of failing with "database is locked"."""
 
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
+from cli.airflow_sqlite import BUSY_TIMEOUT_SECONDS, sqlite_contention_settings
 from cli.demo import DemoSeed
 from hooks.catalog import CatalogHook
 from hooks.local_process import free_port
@@ -30,7 +36,13 @@ from tests.factories import seed
 
 T = TypeVar("T")
 
-STARTUP_SECONDS = 120
+STARTUP_SECONDS = 300
+# An answer of the api-server may wait for the metadata DB's write lock (SQLite: up to its busy
+# timeout) and for a loaded machine besides.
+HTTP_SECONDS = 2 * BUSY_TIMEOUT_SECONDS
+# For what a scheduler, a dag-processor or a worker must do: parse, schedule, run a task.
+SCHEDULER_SECONDS = 300
+POLL_SECONDS = 0.5
 SIMPLE_AUTH_MANAGER = (
     "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
 )
@@ -42,6 +54,39 @@ class LiveAirflow:
     env: dict[str, str]
     password: str  # the simple auth manager's admin; "" under others (FAB: tests add users)
     log: Path
+
+    def admin_token(self) -> str:
+        """A token of the simple auth manager's admin, for Airflow's REST API and the plugin's."""
+        answer = httpx.post(
+            f"{self.url}/auth/token",
+            json={"username": "admin", "password": self.password},
+            timeout=HTTP_SECONDS,
+        )
+        assert answer.status_code == 201, answer.text
+        return str(answer.json()["access_token"])
+
+    def admin_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.admin_token()}"}
+
+    def wait_until(
+        self, what: str, check: Callable[[], T], timeout: float = SCHEDULER_SECONDS
+    ) -> T:
+        """Poll ``check`` until it returns something true, and return that; past ``timeout``
+        seconds, fail with ``what`` and the end of every Airflow process's log."""
+        deadline = time.monotonic() + timeout
+        while not (result := check()):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}\n"
+                                     + self.tail_of_logs())  # fmt: skip
+            time.sleep(POLL_SECONDS)
+        return result
+
+    def tail_of_logs(self) -> str:
+        """The end of the log of each Airflow process started for the test."""
+        return "\n".join(
+            f"--- {log.name}\n{log.read_text(errors='replace')[-2000:]}"
+            for log in sorted(self.log.parent.glob("*.log"))
+        )
 
     def airflow(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -61,15 +106,16 @@ def airflow_env(
     metadata_url: str | None = None,
 ) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "OCTOTRAIN_"))}
+    metadata_url = metadata_url or f"sqlite:///{root / 'airflow.db'}"
     return (
         env
+        | sqlite_contention_settings(metadata_url)  # what ``octotrain`` sets wins
         | octotrain
         | {
             "AIRFLOW_HOME": str(root / "airflow"),
             "AIRFLOW__CORE__DAGS_FOLDER": str(dags_folder or REPO_ROOT / "dags"),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": metadata_url
-            or f"sqlite:///{root / 'airflow.db'}",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": metadata_url,
             "AIRFLOW__API_AUTH__JWT_SECRET": "live-airflow-tests-" + "0123456789abcdef" * 4,
             "AIRFLOW__API__SECRET_KEY": "live-airflow-tests-secret",
             "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
@@ -149,11 +195,11 @@ def _wait_healthy(url: str, server: subprocess.Popen[bytes], log: Path) -> None:
         if server.poll() is not None:
             raise AssertionError(f"api-server exited: {log.read_text()[-3000:]}")
         try:
-            if httpx.get(f"{url}/api/v2/monitor/health", timeout=2).status_code == 200:
+            if httpx.get(f"{url}/api/v2/monitor/health", timeout=10).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
-        time.sleep(0.5)
+        time.sleep(POLL_SECONDS)
     raise AssertionError(f"api-server not healthy in {STARTUP_SECONDS}s: {log.read_text()[-3000:]}")
 
 

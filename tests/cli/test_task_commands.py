@@ -19,7 +19,7 @@ from octotrain.catalog.models import Run, RunState, TrainingTask
 from octotrain.planning import run_key
 from octotrain.settings import get_settings
 from tests.cli.conftest import Cli
-from tests.live_airflow import LiveAirflow, demo_airflow
+from tests.live_airflow import HTTP_SECONDS, LiveAirflow, demo_airflow
 
 TASK_YAML = """\
 project: demo
@@ -105,10 +105,12 @@ def airflow_with_demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live
 
 
 def dag_runs(airflow: LiveAirflow, dag_id: str) -> list[dict[str, object]]:
-    client = httpx.Client(base_url=airflow.url)
-    token = client.post("/auth/token", json={"username": "admin", "password": airflow.password})
-    headers = {"Authorization": f"Bearer {token.json()['access_token']}"}
-    response = client.get(f"/api/v2/dags/{dag_id}/dagRuns", headers=headers)
+    response = httpx.get(
+        f"{airflow.url}/api/v2/dags/{dag_id}/dagRuns",
+        headers=airflow.admin_headers(),
+        timeout=HTTP_SECONDS,
+    )
+    assert response.status_code == 200, response.text
     return list(response.json()["dag_runs"])
 
 

@@ -22,7 +22,7 @@ from hooks.catalog import CatalogHook
 from octotrain.contracts import dag_id_for
 from octotrain.storage import ObjectStore
 from tests.conftest import BACKENDS, postgres_database
-from tests.live_airflow import LiveAirflow, demo_airflow
+from tests.live_airflow import HTTP_SECONDS, LiveAirflow, demo_airflow
 
 FAB_AUTH_MANAGER = "airflow.providers.fab.auth_manager.fab_auth_manager.FabAuthManager"
 PLUGIN = "/octotrain/api/v1"
@@ -44,7 +44,7 @@ class Fab:
             answer = httpx.post(
                 f"{self.server.url}/auth/token",
                 json={"username": username, "password": f"pw-{username}"},
-                timeout=30,
+                timeout=HTTP_SECONDS,
             )
             assert answer.status_code == 201, answer.text
             self.tokens[username] = answer.json()["access_token"]
@@ -56,7 +56,11 @@ class Fab:
         """The plugin's answer to ``username`` (with a token of theirs), or to no one."""
         headers = self.bearer(username) if username else {}
         return httpx.request(
-            method, f"{self.server.url}{PLUGIN}{path}", headers=headers, json=json, timeout=30
+            method,
+            f"{self.server.url}{PLUGIN}{path}",
+            headers=headers,
+            json=json,
+            timeout=HTTP_SECONDS,
         )
 
 
@@ -95,7 +99,10 @@ def fab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
                 "roles": [{"name": role}],
             }
             answer = httpx.post(
-                f"{server.url}/auth/fab/v1/users", json=user, headers=fab.bearer(ADMIN), timeout=30
+                f"{server.url}/auth/fab/v1/users",
+                json=user,
+                headers=fab.bearer(ADMIN),
+                timeout=HTTP_SECONDS,
             )
             assert answer.status_code == 200, answer.text
             member = fab.plugin(
@@ -118,7 +125,7 @@ def project_names(fab: Fab, username: str) -> list[str]:
 def test_without_a_token_the_api_and_the_pages_answer_401(fab: Fab) -> None:
     assert fab.plugin("GET", "/projects", None).status_code == 401
     assert fab.plugin("POST", f"/tasks/{fab.task_id}/runs", None, json={}).status_code == 401
-    page = httpx.get(f"{fab.server.url}/octotrain/ui/tasks", timeout=30)
+    page = httpx.get(f"{fab.server.url}/octotrain/ui/tasks", timeout=HTTP_SECONDS)
     assert page.status_code == 401
 
 
@@ -126,10 +133,14 @@ def test_a_token_of_fabs_auth_token_is_a_bearer_token_and_a_wrong_password_gets_
     fab: Fab,
 ) -> None:
     wrong = httpx.post(
-        f"{fab.server.url}/auth/token", json={"username": "uma", "password": "nope"}, timeout=30
+        f"{fab.server.url}/auth/token",
+        json={"username": "uma", "password": "nope"},
+        timeout=HTTP_SECONDS,
     )
     assert wrong.status_code == 401
-    answer = httpx.get(f"{fab.server.url}{PLUGIN}/projects", headers=fab.bearer("uma"), timeout=30)
+    answer = httpx.get(
+        f"{fab.server.url}{PLUGIN}/projects", headers=fab.bearer("uma"), timeout=HTTP_SECONDS
+    )
     assert answer.status_code == 200, answer.text
 
 
@@ -169,7 +180,7 @@ def test_roles_allowed_to_trigger_dags_start_runs_as_themselves(fab: Fab, userna
     airflow_run = httpx.get(
         f"{fab.server.url}/api/v2/dags/{run['dag_id']}/dagRuns/{run['dag_run_id']}",
         headers=fab.bearer(ADMIN),
-        timeout=30,
+        timeout=HTTP_SECONDS,
     )
     assert airflow_run.status_code == 200, airflow_run.text
     assert airflow_run.json()["triggering_user_name"] == username
@@ -186,13 +197,13 @@ def test_a_viewer_may_not_trigger_and_starts_nothing(fab: Fab) -> None:
     airflow_run = httpx.get(
         f"{fab.server.url}/api/v2/dags/{dag_id}/dagRuns/request__viewer-1",
         headers=fab.bearer(ADMIN),
-        timeout=30,
+        timeout=HTTP_SECONDS,
     )
     assert airflow_run.status_code == 404
 
 
 def test_the_cookie_of_fabs_login_form_opens_the_pages_and_the_api(fab: Fab) -> None:
-    with httpx.Client(base_url=fab.server.url, timeout=30) as browser:
+    with httpx.Client(base_url=fab.server.url, timeout=HTTP_SECONDS) as browser:
         form = browser.get("/auth/login/")
         assert form.status_code == 200, form.text
         csrf = re.search(r'name="csrf_token"[^>]*value="([^"]+)"', form.text)
