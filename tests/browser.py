@@ -12,13 +12,17 @@ from pathlib import Path
 
 import uvicorn
 from fastapi import FastAPI
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser, expect, sync_playwright
 
 from hooks.local_process import free_port
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+# How long an ``expect`` waits for the page (Playwright's default is 5 s): pages fetch from the
+# plugin and draw with ECharts, which a loaded CI machine may take seconds to do, and an
+# ``expect`` returns as soon as it holds.
+EXPECT_MS = 30_000
 
 
 @contextmanager
@@ -27,6 +31,7 @@ def chromium() -> Iterator[Browser]:
         raise RuntimeError(
             f"the browser tests need Debian's chromium at {CHROMIUM} (apt install chromium)"
         )
+    expect.set_options(timeout=EXPECT_MS)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
@@ -42,7 +47,7 @@ def serving(app: FastAPI) -> Iterator[str]:
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60
     while not server.started:
         if time.monotonic() > deadline or not thread.is_alive():
             raise RuntimeError("the test server did not start")

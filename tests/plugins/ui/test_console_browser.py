@@ -8,13 +8,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-import httpx
 import pytest
 from playwright.sync_api import expect
 
 from tests.browser import chromium, screenshot_path
 from tests.factories import add_command_algorithm
-from tests.live_airflow import LiveAirflow, demo_airflow
+from tests.live_airflow import HTTP_SECONDS, SCHEDULER_SECONDS, LiveAirflow, demo_airflow
+
+# What the page waits for from Airflow's scheduler and dag-processor: parse the new DAG (the
+# page retries its start for up to 90 s meanwhile), start the run, stop it.
+AIRFLOW_MS = SCHEDULER_SECONDS * 1000
 
 # Trains until it is stopped.
 SLOW_TRAINING = "import time\nprint('training until stopped', flush=True)\ntime.sleep(600)\n"
@@ -36,14 +39,11 @@ def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveAirflow]:
 
 
 def test_create_see_an_error_run_and_stop_in_the_console(airflow: LiveAirflow) -> None:
-    login = httpx.post(
-        f"{airflow.url}/auth/token", json={"username": "admin", "password": airflow.password}
-    )
     with chromium() as browser:
         context = browser.new_context()
-        context.add_cookies(
-            [{"name": "_token", "value": login.json()["access_token"], "url": airflow.url}]
-        )
+        context.set_default_timeout(HTTP_SECONDS * 1000)  # a page or a click answered by Airflow
+        token = airflow.admin_token()
+        context.add_cookies([{"name": "_token", "value": token, "url": airflow.url}])
         page = context.new_page()
         page.goto(f"{airflow.url}/octotrain/ui/tasks")
         page.locator("section[data-project=demo]").get_by_text("New training task").click()
@@ -70,12 +70,14 @@ def test_create_see_an_error_run_and_stop_in_the_console(airflow: LiveAirflow) -
 
         page.click("#run-now")
         row = page.locator("#runs tbody tr").first
-        expect(row).to_be_visible(timeout=90_000)  # once Airflow has parsed the new DAG
-        expect(row.locator(".state")).to_have_text("running", timeout=120_000)
+        expect(row).to_be_visible(timeout=AIRFLOW_MS)  # once Airflow has parsed the new DAG
+        expect(row.locator(".state")).to_have_text("running", timeout=AIRFLOW_MS)
         page.screenshot(path=screenshot_path("console-task-running"), full_page=True)
         row.get_by_role("button", name="Stop").click()
-        expect(page.locator("#task-message")).to_contain_text("stopped by admin")
-        expect(row.locator(".state")).to_have_text("stopped", timeout=120_000)
+        expect(page.locator("#task-message")).to_contain_text(
+            "stopped by admin", timeout=HTTP_SECONDS * 1000
+        )
+        expect(row.locator(".state")).to_have_text("stopped", timeout=AIRFLOW_MS)
         expect(row.get_by_role("button", name="Stop")).to_have_count(0)
         page.screenshot(path=screenshot_path("console-task-stopped"), full_page=True)
 

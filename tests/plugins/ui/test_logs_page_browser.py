@@ -73,7 +73,7 @@ def test_the_logs_page_in_a_browser(api: Api, browser: Browser) -> None:
 
         with train.open("a") as log:  # the run goes on: the view follows
             log.write("epoch 301 loss=0.0033\n")
-        expect(lines.last).to_have_text("epoch 301 loss=0.0033", timeout=8000)
+        expect(lines.last).to_have_text("epoch 301 loss=0.0033")
 
         search(page, "error")
         hits = page.locator("#search-hits li")
