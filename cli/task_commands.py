@@ -9,7 +9,7 @@ import typer
 
 from cli.output import FileOption, JsonOption, load_document, reported, show, show_list
 from cli.session import catalog_session, cli_scope
-from hooks.airflow_rest import TERMINAL_RUN_STATES, AirflowRestClient, wait_until
+from hooks.airflow_rest import TERMINAL_RUN_STATES, AirflowApiError, AirflowRestClient, wait_until
 from hooks.run_stops import request_stop
 from octotrain.catalog.views import RunView, TaskView
 from octotrain.contracts import dag_id_for
@@ -91,11 +91,26 @@ def copy_task(
         show(TaskView.of(Tasks(session, cli_scope()).copy(task_id, document)), as_json=as_json)
 
 
-@tasks_app.command("delete", help="Delete a task without active runs.")
+@tasks_app.command("delete", help="Delete a task without active runs; its DAG is retired.")
 def delete_task(task_id: TaskId, as_json: JsonOption = False) -> None:
     with reported(as_json=as_json), catalog_session() as session:
-        Tasks(session, cli_scope()).delete(task_id)
+        name = Tasks(session, cli_scope()).delete(task_id)
     typer.echo(f"deleted training task {task_id}")
+    _retire_over_rest(task_id, reason=f"training task '{name}' was deleted")
+
+
+def _retire_over_rest(task_id: int, *, reason: str) -> None:
+    """Tell Airflow, which may not be running: the DAG then goes at its next parse."""
+    try:
+        done = AirflowRestClient.from_settings(get_settings()).retire_dag(
+            dag_id_for(task_id), reason=reason
+        )
+    except AirflowApiError as error:
+        if error.status != 404:  # 404: Airflow never had the DAG
+            typer.echo(f"warning: deleted, but Airflow was not told ({error}); its DAG goes "
+                       "at Airflow's next parse", err=True)  # fmt: skip
+        return
+    typer.echo(done, err=True)
 
 
 @tasks_app.command("run", help="Start a run through Airflow's REST API.")

@@ -118,6 +118,37 @@ class AirflowRestClient:
                                                           "extra": extra})  # fmt: skip
         return True
 
+    def retire_dag(self, dag_id: str, *, reason: str) -> str:
+        """After its task was deleted: delete the DAG from Airflow (its trigger then answers
+        404 and no run of it is left waiting), as the plugin does in-process
+        (``hooks.dag_parsing.retire_task_dag``); says what was done.
+
+        While task instances of it still run Airflow refuses (409): its queued and running
+        runs are then marked failed, with ``reason`` as their note, and a parse is requested,
+        after which Airflow retires the DAG. It is not paused (this door cannot mark it stale
+        as the plugin does, and a paused DAG's triggered runs would wait for ever): a run that
+        starts before the parse fails at once in the stand-in of ``dags/deleted_tasks.py``.
+        """
+        try:
+            self._call("DELETE", f"/api/v2/dags/{dag_id}")
+            return "deleted its DAG in Airflow"
+        except AirflowApiError as error:
+            if error.status != 409:
+                raise
+        runs = self._call(
+            "GET", f"/api/v2/dags/{dag_id}/dagRuns", params={"state": ["queued", "running"]}
+        ).json()["dag_runs"]
+        for run in runs:
+            path = f"/api/v2/dags/{dag_id}/dagRuns/{run['dag_run_id']}"
+            self._call("PATCH", path, json={"state": "failed", "note": reason})
+        token = self._call("GET", f"/api/v2/dags/{dag_id}/details").json()["file_token"]
+        try:
+            self._call("PUT", f"/api/v2/parseDagFile/{token}")
+        except AirflowApiError as error:
+            if error.status != 409:  # 409: a parse of the file is already requested
+                raise
+        return f"ended {len(runs)} unfinished run(s) of its DAG in Airflow"
+
     def run_state(self, dag_id: str, run_id: str) -> str:
         response = self._call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}")
         return str(response.json()["state"])

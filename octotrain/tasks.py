@@ -86,9 +86,10 @@ class Tasks:
         request = parse_document(TaskCopyDocument, document).named(original.name, taken)
         return self.create(original.spec | {"name": request.name})
 
-    def delete(self, task_id: int) -> None:
+    def delete(self, task_id: int) -> str:
         """Delete a task and its run records; refused while one of its runs is active. The
-        model versions it archived stay, with their lineage naming the task."""
+        model versions it archived stay, with their lineage naming the task. Returns the
+        deleted task's name."""
         task = self.get(task_id)
         active = [run.airflow_run_id for run in task.runs if run.state in ACTIVE_RUN_STATES]
         if active:
@@ -98,6 +99,7 @@ class Tasks:
             )
         self.session.delete(task)
         self.session.flush()
+        return task.name
 
     def runs(self, task_id: int) -> list[Run]:
         return list(self.get(task_id).runs)

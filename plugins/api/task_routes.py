@@ -15,7 +15,7 @@ from fastapi import APIRouter, Body, Depends, Path, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from hooks.catalog import default_catalog
-from hooks.dag_parsing import request_tasks_reparse
+from hooks.dag_parsing import request_tasks_reparse, retire_task_dag
 from hooks.dag_runs import REQUEST_ID_PATTERN, trigger_dag_run
 from hooks.run_stops import request_stop
 from octotrain.catalog.documents import TaskCopyDocument
@@ -116,11 +116,17 @@ def copy_task(task_id: TaskId, scope: CurrentScope, document: Document) -> TaskV
     return view
 
 
-@router.delete("/tasks/{task_id}", status_code=204, summary="Delete a task without active runs")
+@router.delete(
+    "/tasks/{task_id}",
+    status_code=204,
+    summary="Delete a task without active runs (its DAG is retired in Airflow at once)",
+)
 def delete_task(task_id: TaskId, scope: CurrentScope) -> Response:
     with default_catalog().session() as session:
-        Tasks(session, scope).delete(task_id)
-    request_tasks_reparse()
+        name = Tasks(session, scope).delete(task_id)
+    retire_task_dag(
+        dag_id_for(task_id), reason=f"training task '{name}' was deleted by {scope.username}"
+    )
     return Response(status_code=204)
 
 

@@ -66,6 +66,31 @@ def test_dag_file_loads_every_task(
     ]
 
 
+def test_a_task_runner_of_a_deleted_tasks_run_gets_a_dag_that_fails_at_once(
+    catalog: CatalogHook,
+    store: LocalFolderStore,
+    octotrain_env: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without it the runner finds no DAG and Airflow reschedules it for minutes."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    demo = seed(catalog, store)
+    gone = dag_id_for(demo.task_id + 1000)
+    assert gone not in DagBag(dag_folder=DAGS_FOLDER).dags  # the dag-processor's parse
+    monkeypatch.setenv("_AIRFLOW_PARSING_CONTEXT_DAG_ID", gone)
+    monkeypatch.setenv("_AIRFLOW_PARSING_CONTEXT_TASK_ID", "validate")
+    dags = DagBag(dag_folder=DAGS_FOLDER).dags
+    assert dag_id_for(demo.task_id) in dags
+    stand_in = dags[gone]
+    assert set(stand_in.task_dict) >= {"validate", "stage_data", "launch", "collect_logs"}
+    with pytest.raises(AirflowFailException, match=f"training task {demo.task_id + 1000} was "
+                       "deleted from the catalog; this run of its DAG cannot start"):  # fmt: skip
+        stand_in.get_task("validate").execute({})
+    monkeypatch.setenv("_AIRFLOW_PARSING_CONTEXT_DAG_ID", "some_other_dag")
+    assert "some_other_dag" not in DagBag(dag_folder=DAGS_FOLDER).dags
+
+
 @pytest.mark.parametrize("catalog_url", ["sqlite"], indirect=True)
 def test_unreadable_catalog_is_an_import_error_not_zero_dags(
     catalog_url: str, octotrain_env: Path

@@ -24,6 +24,7 @@ from hooks.local_store import LocalFolderStore
 from octotrain.catalog.dataset_versions import DatasetVersions
 from octotrain.contracts import dag_id_for
 from octotrain.retraining import dataset_asset_uri
+from octotrain.settings import get_settings
 from tests.conftest import BACKENDS, postgres_database
 from tests.factories import ADMIN, add_task
 from tests.live_airflow import HTTP_SECONDS, LiveAirflow, demo_airflow
@@ -62,7 +63,8 @@ def airflow(
             DatasetVersions(session, ADMIN, store).create(
                 "demo", "house-prices", {"version": "v2"}, {"train.csv": rows}
             )
-        return {"demo": demo.task_id, "nightly": retrains}
+        doomed = {name: add_task(catalog, name=name) for name in ("doomed", "doomed-cli")}
+        return {"demo": demo.task_id, "nightly": retrains} | doomed
 
     with demo_airflow(root, settings, retraining, metadata_url=metadata_url) as (server, tasks):
         yield server, tasks
@@ -223,3 +225,50 @@ def test_publishing_a_version_queues_the_task_that_retrains_on_the_dataset(
     # publishing again is no news: no second event
     assert plugin.post("/projects/demo/datasets/house-prices/versions/v2/publish").is_success
     assert len(AssetApi(client).get_asset_events(asset_id=asset.id).asset_events) == 1
+
+
+def test_deleting_a_task_retires_its_dag_at_once_and_leaves_no_run_waiting(
+    airflow: tuple[LiveAirflow, dict], client: airflow_client.ApiClient, plugin: httpx.Client
+) -> None:
+    _server, tasks = airflow
+    dag_id = dag_id_for(tasks["doomed"])
+    api = DagRunApi(client)
+    api.trigger_dag_run(dag_id, TriggerDAGRunPostBody(logical_date=None))  # queued: no scheduler
+    assert plugin.delete(f"/tasks/{tasks['doomed']}").status_code == 204
+    for call in (
+        lambda: api.trigger_dag_run(dag_id, TriggerDAGRunPostBody(logical_date=None)),
+        lambda: api.get_dag_runs(dag_id),
+    ):
+        with pytest.raises(ApiException) as refused:
+            call()
+        assert refused.value.status == 404
+
+
+def test_the_command_lines_delete_retires_the_dag_through_airflows_api(
+    airflow: tuple[LiveAirflow, dict], client: airflow_client.ApiClient
+) -> None:
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    server, tasks = airflow
+    dag_id = dag_id_for(tasks["doomed-cli"])
+    DagRunApi(client).trigger_dag_run(dag_id, TriggerDAGRunPostBody(logical_date=None))
+    settings = {
+        "OCTOTRAIN_AIRFLOW_API_URL": server.url,
+        "OCTOTRAIN_AIRFLOW_PASSWORD": server.password,
+    }
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in (server.env | settings).items():
+            if key.startswith("OCTOTRAIN_"):
+                patch.setenv(key, value)
+        get_settings.cache_clear()
+        try:
+            result = CliRunner().invoke(app, ["task", "delete", str(tasks["doomed-cli"])])
+        finally:
+            get_settings.cache_clear()
+    assert result.exit_code == 0, result.output
+    assert "deleted its DAG in Airflow" in result.output
+    with pytest.raises(ApiException) as refused:
+        DagRunApi(client).trigger_dag_run(dag_id, TriggerDAGRunPostBody(logical_date=None))
+    assert refused.value.status == 404
