@@ -91,6 +91,8 @@ def make_run(api: Api, name: str) -> tuple[int, RunLayout]:
 
 
 X_EXTENT = "c.getModel().getComponent('xAxis', 0).axis.scale.getExtent()"
+ANIMATIONS_ENDED = """() => [...document.querySelectorAll('.chart-card .plot')].every(
+    (plot) => echarts.getInstanceByDom(plot).getZr().animation.isFinished())"""
 
 
 def chart_function(chart: str, expression: str) -> str:
@@ -137,7 +139,7 @@ def test_the_metrics_page_in_a_browser(api: Api, browser: Browser) -> None:
         expect(page.locator("[data-chart=loss] .skipped")).to_contain_text(
             "1 unreadable lines skipped"
         )
-        page.wait_for_timeout(300)
+        page.wait_for_function(ANIMATIONS_ENDED)  # for the screenshot
         page.screenshot(path=screenshot_path("metrics-page"), full_page=True)
 
         # two y axes, four series
