@@ -1,12 +1,15 @@
 """The door to local processes: the local launcher runs each node as a process on this machine.
 
 A node's command is started through ``agent/run_training.py`` (the same wrapper the pods use),
-in its own process group, and watched until it ends or the run asks every node to stop.
+in its own process group, and watched until it ends or the run asks every node to stop. How it
+ended is what this launcher saw (a stop, a kill after the grace period) and what the wrapper
+reported in its exit file (a command that could not be run).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -20,6 +23,8 @@ from octotrain.abort_flags import AbortFlag
 
 AGENT_DIR = Path(__file__).resolve().parents[1] / "agent"
 WRAPPER = AGENT_DIR / "run_training.py"
+# How long past the grace period a stopped node's wrapper may take to end before it is killed.
+WRAPPER_KILL_SECONDS = 5.0
 
 
 def free_port() -> int:
@@ -29,16 +34,23 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+class NodeStartFailed(Exception):
+    """The node's process could not be started at all; the message says why."""
+
+
 @dataclass(frozen=True)
 class NodeOutcome:
-    """How a node ended: its exit status, and why it was stopped if it was."""
+    """How a node's process ended: its exit status, the run's abort flag if that stopped it,
+    the grace period after which it had to be killed, why its command could not be run."""
 
     exit_code: int
-    stopped_because: str | None = None
+    stopped_by: AbortFlag | None = None
+    killed_after_grace_seconds: float | None = None
+    start_error: str | None = None
 
     @property
     def succeeded(self) -> bool:
-        return self.exit_code == 0 and self.stopped_because is None
+        return self.exit_code == 0 and self.stopped_by is None
 
 
 class RunAbortMarker:
@@ -83,7 +95,9 @@ class LocalNodeProcess:
         train_log: Path,
         sidecar_log: Path,
         resources: Path,
+        exit_file: Path,
         stop_grace_seconds: float,
+        confinement: list[str] | None = None,
     ) -> None:
         self.command = command
         self.resources = resources
@@ -91,11 +105,16 @@ class LocalNodeProcess:
         self.cwd = cwd
         self.train_log = train_log
         self.sidecar_log = sidecar_log
+        self.exit_file = exit_file
         self.stop_grace_seconds = stop_grace_seconds
+        self.confinement = confinement or []
         self._process: subprocess.Popen[bytes] | None = None
+        self._killed_after_grace: float | None = None
 
     def start(self) -> int:
-        """Start the node; return its pid."""
+        """Start the node; return its pid. ``NodeStartFailed`` when the OS refuses to (a NUL
+        byte, an argument list over its limit, a missing working folder): the sidecar log
+        says so too, as it would any other start."""
         env = dict(self.env)
         # The launcher's interpreter stands in for the image's "python"; the agent folder
         # makes the metrics writer importable as ``octotrain_metrics``.
@@ -113,17 +132,28 @@ class LocalNodeProcess:
             str(self.sidecar_log),
             "--resources",
             str(self.resources),
+            "--exit-file",
+            str(self.exit_file),
+            "--stop-grace-seconds",
+            f"{self.stop_grace_seconds:g}",
+            *self.confinement,
             "--",
             *self.command,
         ]
-        self._process = subprocess.Popen(
-            argv,
-            cwd=self.cwd,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        try:
+            self._process = subprocess.Popen(
+                argv,
+                cwd=self.cwd,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except (OSError, ValueError) as error:
+            why = f"the OS refused to start it ({_in_words(error)})"
+            with self.sidecar_log.open("a", encoding="utf-8") as log:
+                log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} {why}\n")
+            raise NodeStartFailed(why) from error
         return self._process.pid
 
     def wait(self, abort: RunAbortMarker, poll_seconds: float = 0.5) -> NodeOutcome:
@@ -131,24 +161,46 @@ class LocalNodeProcess:
         process = self._require_started()
         while True:
             try:
-                return NodeOutcome(exit_code=process.wait(timeout=poll_seconds))
+                return self._outcome(process.wait(timeout=poll_seconds))
             except subprocess.TimeoutExpired:
-                reason = abort.reason()
-                if reason is not None:
-                    return NodeOutcome(exit_code=self.stop(), stopped_because=reason)
+                flag = abort.flag()
+                if flag is not None:
+                    return self._outcome(self.stop(), stopped_by=flag)
+
+    def terminate(self) -> None:
+        """SIGTERM the node's process group and return at once: the wrapper kills the training
+        itself when it ignores SIGTERM for the grace period. Safe in a signal handler (no lock
+        of ``subprocess`` is taken), where Airflow asks a task to stop."""
+        self._signal(signal.SIGTERM)
 
     def stop(self) -> int:
-        """SIGTERM the node's process group, SIGKILL it after the grace period; exit status."""
+        """SIGTERM the node, wait for it to end (SIGKILL, should the wrapper itself hang a
+        while past the grace period); its exit status."""
         process = self._require_started()
         if process.poll() is None:
-            self._signal(signal.SIGTERM)
-            deadline = time.monotonic() + self.stop_grace_seconds
+            self.terminate()
+            deadline = time.monotonic() + self.stop_grace_seconds + WRAPPER_KILL_SECONDS
             while process.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.05)
             if process.poll() is None:
+                self._killed_after_grace = self.stop_grace_seconds
                 self._signal(signal.SIGKILL)
         code = process.wait()
         return 128 - code if code < 0 else code
+
+    def _outcome(self, code: int, stopped_by: AbortFlag | None = None) -> NodeOutcome:
+        try:
+            report = json.loads(self.exit_file.read_text())
+        except (FileNotFoundError, ValueError):  # killed before it could write it
+            report = {}
+        return NodeOutcome(
+            exit_code=128 - code if code < 0 else code,
+            stopped_by=stopped_by,
+            killed_after_grace_seconds=report.get(
+                "killed_after_grace_seconds", self._killed_after_grace
+            ),
+            start_error=report.get("start_error"),
+        )
 
     def _signal(self, signum: int) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -158,3 +210,10 @@ class LocalNodeProcess:
         if self._process is None:
             raise RuntimeError("the node process was not started")
         return self._process
+
+
+def _in_words(error: Exception) -> str:
+    """An OS error as its message and the file it concerns (not Python's repr of them)."""
+    if isinstance(error, OSError) and error.strerror:
+        return f"{error.strerror}: {error.filename}" if error.filename else error.strerror
+    return str(error)

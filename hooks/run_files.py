@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from octotrain.storage import ObjectNotFound, ObjectStore
+from octotrain.supplemental_log import last_sampled_memory
 
 
 def read_text(store: ObjectStore, key: str) -> str | None:
@@ -35,12 +36,4 @@ def write_text(store: ObjectStore, key: str, text: str) -> None:
 
 def last_memory_sample(store: ObjectStore, key: str) -> int | None:
     """The memory (bytes) of the last resource sample in ``key``, if any."""
-    text = read_text(store, key) or ""
-    for line in reversed(text.splitlines()):
-        try:
-            sample = json.loads(line)
-        except ValueError:
-            continue  # a torn last line
-        if "memory_bytes" in sample:
-            return int(sample["memory_bytes"])
-    return None
+    return last_sampled_memory(read_text(store, key) or "")

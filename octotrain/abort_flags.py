@@ -39,6 +39,19 @@ class AbortFlag:
         """For the supplemental logs: ``node distributed-1 failed …`` or ``stopped by alice``."""
         return f"node {self.node} {self.reason}" if self.node else self.reason
 
+    def why_stopped(self, node_index: str, *, started: bool = True) -> str:
+        """The first line of the supplemental log of ``node_index``, stopped (or, with
+        ``started=False``, never started) because of this flag: who stopped it, or which
+        node's end did."""
+        if not self.node:  # the whole run was stopped: ``reason`` is "stopped by <user>"
+            if started:
+                return f"node {node_index} was {self.reason}"
+            return f"node {node_index} was not started: the run was {self.reason}"
+        if self.node == node_index and self.stopped:  # Airflow stopped this node itself
+            return f"node {node_index} {self.reason}"
+        verb = "was stopped" if started else "was not started"
+        return f"node {node_index} {verb} because {self.text()}"
+
     def concerns_other_than(self, node_index: str) -> bool:
         """Whether ``node_index`` is stopped by this flag (rather than having raised it by
         failing itself)."""

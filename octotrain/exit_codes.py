@@ -1,4 +1,7 @@
-"""What a training process's exit code means, for the supplemental log."""
+"""What a training process's exit code means, for the supplemental log.
+
+An out-of-memory kill and a kill after the stop grace period are told apart by the launchers,
+which know them (``octotrain.supplemental_log``); an exit status alone cannot say which."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ _KNOWN = {
     2: "the training program was called wrongly (bad arguments or usage)",
     126: "the command was found but could not be executed (permission or format)",
     127: "the command was not found in the image or on the PATH",
-    137: "killed by SIGKILL: out of memory (OOMKilled) or stopped forcibly",
+    137: "killed by SIGKILL from outside the program (the system out of memory, or a person)",
     139: "segmentation fault (SIGSEGV)",
     143: "terminated by SIGTERM: the node was stopped",
 }
@@ -33,7 +36,7 @@ def _describe_signal(number: int) -> str:
     except ValueError:
         name = f"signal {number}"
     if number == signal.SIGKILL:
-        return f"killed by {name}: out of memory (OOMKilled) or stopped forcibly"
+        return f"killed by {name} from outside the program (the system out of memory, or a person)"
     if number == signal.SIGTERM:
         return f"terminated by {name}: the node was stopped"
     return f"killed by {name}"

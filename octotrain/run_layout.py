@@ -3,8 +3,9 @@
 Local folder of a run (``<runs_dir>/<task id>/<run key>/``)::
 
     logs/                       the product's log files of every node (DESIGN.md)
-    nodes/<node index>/         MODEL, DATASET, MOUNTS, OUTPUT, METRICS and the resource
-                                samples (resources.jsonl) of one node
+    nodes/<node index>/         MODEL, DATASET, MOUNTS, OUTPUT, METRICS, the resource
+                                samples (resources.jsonl) and the wrapper's report of how the
+                                training ended (exit.json) of one node
     outcomes/<node index>.json  how each node ended, written by its launch
     ABORT                       raised when one node fails: every other node stops
 
@@ -48,6 +49,10 @@ class RunLayout:
     def resources_path(self, node_index: str) -> Path:
         """The node's resource samples (agent/resource_monitor.py)."""
         return self.run_dir / "nodes" / node_index / "resources.jsonl"
+
+    def exit_path(self, node_index: str) -> Path:
+        """How the node's training ended, as its wrapper reported it (agent/run_training.py)."""
+        return self.run_dir / "nodes" / node_index / "exit.json"
 
     def log_names(self, node_index: str) -> NodeLogNames:
         return NodeLogNames(task_id=self.task_id, node_index=node_index)

@@ -4,7 +4,9 @@ The run folder is local to the machine that ran the nodes; the object store is w
 and metrics pages read once the run is over, so everything is copied there. The run's pins on
 node-cache entries are released: its inputs may now be evicted. The catalog run
 is marked failed (or stopped, when the run was stopped) here when any node did not succeed,
-since ``archive_model`` will not run.
+since ``archive_model`` will not run; its message is the first line of the supplemental log of
+the node that ended the run. A node that did not succeed and whose stages left no word (its
+launch task lost with its worker) gets its supplemental log here, so that every one has one.
 """
 
 from __future__ import annotations
@@ -19,7 +21,10 @@ from hooks.local_process import RunAbortMarker
 from hooks.node_cache import NodeCache
 from hooks.object_store import default_object_store, upload_folder
 from octotrain.catalog.models import Run, RunState
+from octotrain.run_layout import RunLayout
 from octotrain.settings import get_settings
+from octotrain.supplemental_log import NodeEnding, first_line, run_message
+from operators.node_endings import record_ending
 from operators.training_stage import TrainingStageOperator
 
 
@@ -30,6 +35,11 @@ class CollectLogsOperator(TrainingStageOperator):
         plan = self.run_plan(context)
         layout = self.layout(plan)
         store = default_object_store()
+        reasons = {
+            node_index: reason
+            for node_index in plan.node_indices
+            if (reason := _reason_of(layout, node_index)) is not None
+        }
         logs = upload_folder(store, layout.logs_dir, f"{layout.object_prefix}/logs")
         metrics = 0
         for node_index in plan.node_indices:
@@ -41,11 +51,7 @@ class CollectLogsOperator(TrainingStageOperator):
             samples = layout.resources_path(node_index)
             if samples.is_file():
                 store.put_file(f"{layout.object_prefix}/resources/{node_index}.jsonl", samples)
-        failed = [
-            node_index
-            for node_index in plan.node_indices
-            if (layout.read_outcome(node_index) or {}).get("exit_code") != 0
-        ]
+        failed = list(reasons)
         if failed:
             flag = RunAbortMarker(layout.run_dir).flag()
             with default_catalog().session() as session:
@@ -54,7 +60,7 @@ class CollectLogsOperator(TrainingStageOperator):
                     .where(Run.id == plan.catalog_run_id)
                     .values(
                         state=RunState.STOPPED if flag and flag.stopped else RunState.FAILED,
-                        message=f"nodes that did not succeed: {', '.join(failed)}",
+                        message=run_message(reasons, culprit=flag.node if flag else None),
                         ended_at=datetime.now(UTC),
                     )
                 )
@@ -64,3 +70,20 @@ class CollectLogsOperator(TrainingStageOperator):
             "collected %d log files and %d metrics files to %s", len(logs), metrics, store.url
         )
         return {"logs": [info.key for info in logs], "failed_nodes": failed}
+
+
+def _reason_of(layout: RunLayout, node_index: str) -> str | None:
+    """The first line of the node's supplemental log, or None when it succeeded. A node that
+    did not succeed and has none (its launch task never recorded an end: lost with its worker,
+    or an unexpected error before it) gets one here."""
+    outcome = layout.read_outcome(node_index)
+    if outcome is not None and outcome.get("exit_code") == 0 and outcome.get("reason") is None:
+        return None
+    supplemental = layout.log_path(layout.log_names(node_index).supplemental)
+    if supplemental.is_file():
+        return first_line(supplemental.read_text(encoding="utf-8", errors="replace"))
+    unknown = (
+        "no stage recorded how it ended (its launch task was lost, or failed before it started "
+        "the node: see Airflow's logs of stage_data and launch)"
+    )
+    return record_ending(layout, NodeEnding(node_index, start_error=unknown))

@@ -1,26 +1,44 @@
 """``launch`` with the local launcher: one mapped task instance per node, one process each.
 
-A node that exits non-zero fails its task instance, writes its supplemental log and raises the
-run's abort flag, upon which every other node of the run is stopped (and says so in its own
-supplemental log), as a distributed job cannot go on without one of its members.
+Before it starts, a node is held to its resource spec's memory and given its task's uid as far
+as this machine allows (``hooks/node_confinement``; what was done goes to its init log). A node
+that does not end normally fails its task instance, writes its supplemental log and, unless it
+was stopped, raises the run's abort flag, upon which every other node of the run is stopped
+(and says so in its own supplemental log), as a distributed job cannot go on without one of its
+members.
 """
 
 from __future__ import annotations
 
-import time
+import os
+import sys
+from pathlib import Path
 from typing import Any
 
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowException
 
-from hooks.local_process import LocalNodeProcess, NodeOutcome, RunAbortMarker
+from hooks.local_process import (
+    AGENT_DIR,
+    LocalNodeProcess,
+    NodeOutcome,
+    NodeStartFailed,
+    RunAbortMarker,
+)
+from hooks.node_confinement import Confinement, confine_node
 from octotrain.abort_flags import AbortFlag
 from octotrain.contracts import parameter_arguments, training_environment
-from octotrain.exit_codes import describe_exit_code
 from octotrain.metrics_meta import meta_report
+from octotrain.planning import RunPlan
 from octotrain.run_layout import RunLayout
 from octotrain.settings import get_settings
+from octotrain.supplemental_log import NodeEnding, last_sampled_memory
+from operators.node_endings import record_ending
+from operators.stage_data import init_log
 from operators.training_stage import TrainingStageOperator
+
+# How much of the train log's end is read to tell an allocation failure (RLIMIT_AS).
+TRAIN_LOG_TAIL_BYTES = 64 * 1024
 
 
 class LaunchLocalNodeOperator(TrainingStageOperator):
@@ -34,6 +52,9 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
         self.node_index = node_index
         self._process: LocalNodeProcess | None = None
         self._layout: RunLayout | None = None
+        self._confinement: Confinement | None = None
+        self._stopped_by_airflow: AbortFlag | None = None
+        self._watching = False  # execute is waiting for the node (it will see it end)
 
     def execute(self, context: Context) -> int:
         plan = self.run_plan(context)
@@ -41,11 +62,15 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
         settings = get_settings()
         names = layout.log_names(self.node_index)
         abort = RunAbortMarker(layout.run_dir)
-        already = abort.reason()
+        already = abort.flag()
         if already is not None:
-            self._finish(layout, NodeOutcome(exit_code=-1, stopped_because=already))
+            reason = already.why_stopped(self.node_index, started=False)
+            return self._finish(layout, NodeEnding(self.node_index, stop_reason=reason))
         folders = layout.node_folders(self.node_index)
         folders.create()
+        command = [*plan.command, *parameter_arguments(plan.parameters)]
+        path = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
+        self._confinement = self._confine(plan, layout, command, path)
         env = training_environment(
             folders=folders,
             task_id=plan.task_id,
@@ -56,67 +81,121 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
             master_port=plan.master_port,
             algorithm_env=plan.env,
         )
+        if self._confinement.memory_limit_mib > 0:  # the resource monitor's memory %
+            env["OCTOTRAIN_MEMORY_LIMIT_BYTES"] = str(self._confinement.memory_limit_mib << 20)
         self._process = LocalNodeProcess(
-            command=[*plan.command, *parameter_arguments(plan.parameters)],
+            command=command,
             env=env,
             cwd=settings.local_code_dir,
             train_log=layout.log_path(names.train),
             sidecar_log=layout.log_path(names.sidecar),
             resources=layout.resources_path(self.node_index),
+            exit_file=layout.exit_path(self.node_index),
             stop_grace_seconds=settings.stop_grace_seconds,
+            confinement=self._confinement.wrapper_arguments(),
         )
-        pid = self._process.start()
+        try:
+            pid = self._process.start()
+        except NodeStartFailed as error:
+            return self._finish(layout, NodeEnding(self.node_index, start_error=str(error)))
         self.log.info("node %s started as pid %s", self.node_index, pid)
-        outcome = self._process.wait(abort)
-        return self._finish(layout, outcome)
+        self._watching = True
+        try:
+            outcome = self._process.wait(abort)
+        finally:
+            self._watching = False
+        return self._finish(layout, self._ending(layout, outcome))
 
-    def _finish(self, layout: RunLayout, outcome: NodeOutcome) -> int:
+    def _confine(
+        self, plan: RunPlan, layout: RunLayout, command: list[str], path: str
+    ) -> Confinement:
+        """Decide how the node is held to its spec and its uid here, and say so in its init
+        log (what the machine does not allow included)."""
+        assert plan.resources is not None
+        confinement = confine_node(
+            name=f"octotrain-{plan.task_id}-{plan.run_key}-{self.node_index}",
+            memory_mib=plan.resources.memory_mib,
+            uid=plan.run_as_uid,
+            container_user=plan.container_user,
+            command=command,
+            path=path,
+            code_dir=get_settings().local_code_dir,
+            agent_dir=AGENT_DIR,
+            folders=layout.node_folders(self.node_index),
+        )
+        with init_log(layout, self.node_index) as note:
+            for line in confinement.notes:
+                note(line)
+        return confinement
+
+    def _ending(self, layout: RunLayout, outcome: NodeOutcome) -> NodeEnding:
+        """What the supplemental log says: a stop names who stopped the node (the run's flag,
+        or Airflow through ``on_kill``), and an out-of-memory end the limit."""
+        stopped_by = outcome.stopped_by or self._stopped_by_airflow
+        memory = None
+        if self._confinement is not None:
+            samples = layout.resources_path(self.node_index)
+            memory = self._confinement.out_of_memory(
+                outcome.exit_code,
+                _tail(layout.log_path(layout.log_names(self.node_index).train)),
+                last_sampled_memory(samples.read_text() if samples.is_file() else ""),
+            )
+        return NodeEnding(
+            self.node_index,
+            exit_code=outcome.exit_code,
+            stop_reason=stopped_by.why_stopped(self.node_index) if stopped_by else None,
+            start_error=outcome.start_error,
+            killed_after_grace_seconds=outcome.killed_after_grace_seconds,
+            out_of_memory=memory,
+        )
+
+    def _finish(self, layout: RunLayout, ending: NodeEnding) -> int:
+        if self._confinement is not None:
+            self._confinement.release()
         report = meta_report(layout.node_folders(self.node_index).metrics)
         if report:
             with layout.log_path(layout.log_names(self.node_index).sidecar).open("a") as log:
                 log.write("".join(f"{line}\n" for line in report))
-        layout.write_outcome(
-            self.node_index,
-            {"exit_code": outcome.exit_code, "stopped_because": outcome.stopped_because},
-        )
-        if outcome.succeeded:
+        reason = record_ending(layout, ending)
+        if reason is None:
             self.log.info("node %s finished successfully", self.node_index)
-            return outcome.exit_code
-        if outcome.stopped_because is None:
+            return 0
+        if ending.stop_reason is None:
+            failure = reason.removeprefix(f"node {self.node_index} ")
             RunAbortMarker(layout.run_dir).raise_flag(
-                AbortFlag.node_failed(self.node_index, f"failed with exit code {outcome.exit_code}")
+                AbortFlag.node_failed(self.node_index, failure)
             )
-        raise AirflowException(write_supplemental(layout, self.node_index, outcome))
+        raise AirflowException(reason)
 
     def on_kill(self) -> None:
-        """Airflow is killing this task instance (user stop, timeout): stop the node too."""
+        """Airflow is stopping this task instance (marked failed, timed out): the whole run
+        stops, and this node's supplemental log says Airflow stopped it, written before the
+        node is even signalled, as Airflow kills this process a few seconds later whatever it
+        is doing. Called in a signal handler while ``execute`` waits for the node: that wait
+        sees the flag and the node's end, and records it. Called after a timeout interrupted
+        ``execute``: nobody else will, so this waits for the node's end and records it."""
         if self._process is None or self._layout is None:
             return
-        code = self._process.stop()
         flag = AbortFlag.stopped_by_airflow(self.node_index)
-        self._layout.write_outcome(
-            self.node_index, {"exit_code": code, "stopped_because": flag.text()}
-        )
+        self._stopped_by_airflow = flag
         RunAbortMarker(self._layout.run_dir).raise_flag(flag)
-        write_supplemental(self._layout, self.node_index, NodeOutcome(code, flag.text()))
+        stop_reason = flag.why_stopped(self.node_index)
+        record_ending(self._layout, NodeEnding(self.node_index, stop_reason=stop_reason))
+        self._process.terminate()
+        if self._watching:
+            return
+        self._process.stop()
+        outcome = self._process.wait(RunAbortMarker(self._layout.run_dir))
+        record_ending(self._layout, self._ending(self._layout, outcome))
+        if self._confinement is not None:
+            self._confinement.release()
 
 
-def write_supplemental(layout: RunLayout, node_index: str, outcome: NodeOutcome) -> str:
-    """Write the node's supplemental log (abnormal end or stop only); return its summary."""
-    text = _supplemental_text(node_index, outcome)
-    layout.log_path(layout.log_names(node_index).supplemental).write_text(text, encoding="utf-8")
-    return text.splitlines()[1]
-
-
-def _supplemental_text(node_index: str, outcome: NodeOutcome) -> str:
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    if outcome.stopped_because is not None:
-        summary = f"node {node_index} was stopped: {outcome.stopped_because}"
-    else:
-        summary = f"node {node_index} ended abnormally with exit code {outcome.exit_code}"
-    lines = [f"{stamp} abnormal end of node {node_index}", summary]
-    if outcome.exit_code >= 0:
-        lines.append(f"exit code {outcome.exit_code}: {describe_exit_code(outcome.exit_code)}")
-    else:
-        lines.append("the training process was never started")
-    return "\n".join(lines) + "\n"
+def _tail(path: Path) -> str:
+    """The end of a log file, as text."""
+    try:
+        with path.open("rb") as log:
+            log.seek(max(0, log.seek(0, os.SEEK_END) - TRAIN_LOG_TAIL_BYTES))
+            return log.read().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return ""

@@ -5,7 +5,8 @@ several: one folder each), through the node cache, verified against their manife
 mounts appear under ``MOUNTS/<name>`` without a download. Every node gets its own
 ``train-{id}-{index}-init.log`` saying what was staged, how much and how fast, or why it could
 not be. The three always-present log files of every node are created here, so the log contract
-holds even when staging fails.
+holds even when staging fails; and since no node then starts, each gets its supplemental log
+here (why its staging failed, or which node's did) and the run's abort flag goes up.
 """
 
 from __future__ import annotations
@@ -19,15 +20,19 @@ from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowFailException
 
 from hooks.catalog import default_catalog
+from hooks.local_process import RunAbortMarker
 from hooks.mounts import MountUnavailable, expose_mount
 from hooks.node_cache import DiskTooSmall, NodeCache
 from hooks.object_store import default_object_store
 from hooks.staging import StageTarget, stage_node
+from octotrain.abort_flags import AbortFlag
 from octotrain.input_sources import StageSource, current_sources
 from octotrain.planning import RunPlan
 from octotrain.run_layout import RunLayout
 from octotrain.settings import get_settings
 from octotrain.storage import ObjectStore, ObjectStoreError
+from octotrain.supplemental_log import NodeEnding
+from operators.node_endings import record_ending
 from operators.training_stage import TrainingStageOperator
 
 GIB = 1024**3
@@ -53,14 +58,14 @@ class StageDataOperator(TrainingStageOperator):
         store = default_object_store()
         cache = NodeCache(settings.node_cache_dir, max_bytes=int(settings.node_cache_max_gb * GIB))
         mounts_root = Path(settings.mounts_root) if settings.mounts_root else None
-        failures = []
+        failures: dict[str, str] = {}
         for node_index in plan.node_indices:
             with init_log(layout, node_index) as note:
                 note(f"preparing node {node_index} of task {plan.task_id} run {plan.run_id}")
                 for problem in gone:
                     note(f"ERROR {problem}")
                 if gone:
-                    failures.append(f"{node_index}: {'; '.join(gone)}")
+                    failures[node_index] = "; ".join(gone)
                     continue
                 try:
                     stage_one_node(
@@ -69,9 +74,30 @@ class StageDataOperator(TrainingStageOperator):
                     )  # fmt: skip
                 except STAGING_ERRORS as error:
                     note(f"ERROR staging failed: {error}")
-                    failures.append(f"{node_index}: {error}")
+                    failures[node_index] = str(error)
         if failures:
-            raise AirflowFailException("staging failed: " + "; ".join(failures))
+            _record_staging_failures(layout, plan.node_indices, failures)
+            raise AirflowFailException(
+                "staging failed: " + "; ".join(f"{node}: {why}" for node, why in failures.items())
+            )
+
+
+def _record_staging_failures(
+    layout: RunLayout, node_indices: list[str], failures: dict[str, str]
+) -> None:
+    """No node starts: each says why in its supplemental log, the first failure in the run's
+    abort flag (so that the run's message leads with it)."""
+    first = next(iter(failures))
+    why = f"did not start: staging failed because {failures[first]}"
+    flag = AbortFlag.node_failed(first, why)
+    RunAbortMarker(layout.run_dir).raise_flag(flag)
+    for node_index in node_indices:
+        if node_index in failures:
+            ending = NodeEnding(node_index, staging_error=failures[node_index])
+        else:
+            reason = flag.why_stopped(node_index, started=False)
+            ending = NodeEnding(node_index, stop_reason=reason)
+        record_ending(layout, ending)
 
 
 def stage_one_node(

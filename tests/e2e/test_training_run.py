@@ -168,13 +168,21 @@ def test_failing_node_fails_the_run_stops_the_others_and_archives_nothing(
         node: NodeLogNames(task_id=failed["task_id"], node_index=node)
         for node in ("distributed-0", "distributed-1")
     }
-    texts = {node: (logs / name.supplemental).read_text() for node, name in names.items()}
-    [culprit] = [node for node, text in texts.items() if "ended abnormally" in text]
+    reasons = {
+        node: (logs / name.supplemental).read_text().splitlines()[0] for node, name in names.items()
+    }  # line 1 of a supplemental log says why
+    [culprit] = [node for node, line in reasons.items() if line.startswith(f"node {node} failed")]
     [other] = [node for node in names if node != culprit]
-    assert "exit code 3: the training program exited with an error" in texts[culprit]
-    assert f"was stopped: node {culprit} failed with exit code 3" in texts[other]
+    failure = f"node {culprit} failed with exit code 3: the training program exited with an error"
+    assert reasons[culprit] == failure
+    # stopped while it trained, or not started when its turn came after the failure
+    assert reasons[other] in {
+        f"node {other} was {how} because {failure}" for how in ("stopped", "not started")
+    }
     assert f"node {culprit} starting" in (logs / names[culprit].train).read_text()
-    assert culprit in failed["run"]["message"] and other in failed["run"]["message"]
+    assert failed["run"]["message"] == (
+        f"{failure} (nodes that did not succeed: distributed-0, distributed-1)"
+    )
     for name in names.values():
         for file_name in name.always():
             assert (logs / file_name).exists(), file_name

@@ -10,6 +10,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from sqlalchemy import delete
 
 from hooks.catalog import CatalogHook
+from hooks.local_process import RunAbortMarker
 from hooks.local_store import LocalFolderStore
 from hooks.mounts import MountUnavailable, expose_mount
 from hooks.node_cache import NodeCache
@@ -103,3 +104,38 @@ def test_an_input_deleted_after_validation_fails_staging_by_name_in_every_init_l
         init = layout.log_path(layout.log_names(node).init).read_text()
         assert "ERROR dataset house-prices_v1 was deleted after this run was validated" in init
         assert not (layout.node_folders(node).dataset / "house-prices_v1").exists()
+        supplemental = layout.log_path(layout.log_names(node).supplemental).read_text()
+        assert supplemental.startswith(
+            f"node {node} did not start: staging failed because dataset house-prices_v1 was "
+            "deleted after this run was validated"
+        )
+
+
+def test_a_staging_failure_is_each_node_s_supplemental_log_and_stops_the_run(
+    octotrain_env: Path, catalog: CatalogHook, tmp_path: Path
+) -> None:
+    """The launches never run after a failed staging: this stage says why for every node."""
+    store = LocalFolderStore(octotrain_env / "objects")
+    demo = seed(catalog, store)
+    with catalog.session() as session:
+        task = session.get(TrainingTask, demo.task_id)
+        plan = build_run_plan(session, task, run_id="manual__2", master_addr="127.0.0.1",
+                              master_port=1, triggered_by="")  # fmt: skip
+    [source] = plan.data_inputs
+    [key] = [info.key for info in store.list(source.object_prefix)]
+    corrupt = tmp_path / "corrupt.csv"
+    corrupt.write_text("not the bytes the manifest recorded\n")
+    store.put_file(key, corrupt)  # changed behind the catalog's back
+    operator = StageDataOperator(task_id="stage_data", training_task_id=demo.task_id)
+    with pytest.raises(AirflowFailException, match="staging failed"):
+        operator.execute({"ti": _TaskInstance(plan)})  # type: ignore[arg-type]
+    layout = RunLayout(get_settings().runs_dir, demo.task_id, plan.run_key)
+    first, other = plan.node_indices
+    reason = layout.log_path(layout.log_names(first).supplemental).read_text().splitlines()[0]
+    assert reason.startswith(f"node {first} did not start: staging failed because ")
+    assert "checksum" in reason
+    assert layout.read_outcome(first) == {"exit_code": None, "reason": reason}
+    flag = RunAbortMarker(layout.run_dir).flag()
+    assert flag is not None and flag.node == first and not flag.stopped
+    other_reason = layout.read_outcome(other)
+    assert other_reason is not None and str(other_reason["reason"]).startswith(f"node {other} ")
