@@ -1,7 +1,10 @@
 """The Airflow plugin: Octotrain's API and pages inside Airflow's api-server and UI.
 
 Registered through the ``airflow.plugins`` entry point (pyproject.toml), so it is loaded
-wherever the package is installed, without copying files into a plugins folder.
+wherever the package is installed, without copying files into a plugins folder. Airflow loads
+plugins in every process, each task process included, so the plugin's FastAPI app (its routes,
+models and catalog imports: seconds and tens of MB) is built only where it is served, on the
+api-server's first request to it.
 """
 
 from __future__ import annotations
@@ -9,14 +12,32 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from airflow.plugins_manager import AirflowPlugin
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from plugins.api.app import URL_PREFIX, create_app
+URL_PREFIX = "/octotrain"
+
+
+class AppOnFirstRequest:
+    """An ASGI app that builds the plugin's FastAPI app when it first serves a request."""
+
+    def __init__(self) -> None:
+        self._app: ASGIApp | None = None
+
+    def built(self) -> ASGIApp:
+        if self._app is None:
+            from plugins.api.app import create_app
+
+            self._app = create_app()
+        return self._app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.built()(scope, receive, send)
 
 
 class OctotrainPlugin(AirflowPlugin):
     name = "octotrain"
     fastapi_apps: ClassVar[list[dict[str, Any]]] = [
-        {"app": create_app(), "url_prefix": URL_PREFIX, "name": "Octotrain"}
+        {"app": AppOnFirstRequest(), "url_prefix": URL_PREFIX, "name": "Octotrain"}
     ]
     # Tabs on a DAG run's page, embedded by Airflow's UI; Airflow fills in the ids.
     external_views: ClassVar[list[dict[str, Any]]] = [

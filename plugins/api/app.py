@@ -15,7 +15,6 @@ from plugins.api import catalog_routes, log_routes, metrics_routes, task_routes
 from plugins.api.errors import ERROR_RESPONSES, install_error_handlers
 from plugins.ui import pages
 
-URL_PREFIX = "/octotrain"
 API_PREFIX = "/api/v1"
 
 

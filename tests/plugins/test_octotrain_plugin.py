@@ -50,6 +50,24 @@ def test_plugin_declares_its_app_under_octotrain() -> None:
     assert app["url_prefix"] == "/octotrain"
 
 
+def test_loading_the_plugin_builds_nothing_a_task_process_does_not_serve() -> None:
+    """Airflow loads plugins in every task process: the app is built on its first request."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, plugins.octotrain_plugin as plugin; "
+        "print('loaded:', sorted(m for m in ('plugins.api.app', 'octotrain.catalog.models', "
+        "'fastapi') if m in sys.modules)); "
+        "app = plugin.OctotrainPlugin.fastapi_apps[0]['app']; "
+        "print('built:', type(app.built()).__name__, app.built() is app.built())"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    said = [line for line in done.stdout.splitlines() if line.startswith(("loaded:", "built:"))]
+    assert said == ["loaded: []", "built: FastAPI True"]
+
+
 def test_the_api_server_serves_the_plugin_behind_airflows_login(
     airflow_api_server: TestClient,
 ) -> None:
