@@ -3,7 +3,8 @@
 ``{"detail": "<what went wrong>", "problems": [{"field": "...", "rule": "..."}], ...}``
 
 ``problems`` lists every broken rule of a document (422); a refused delete also lists its
-``referrers`` (409). FastAPI's own request validation errors are answered in the same shape.
+``referrers`` (409). FastAPI's own request validation errors are answered in the same shape:
+400 when a query parameter is bad (the README's "a bad query parameter"), 422 otherwise.
 """
 
 from __future__ import annotations
@@ -91,11 +92,17 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def malformed(_request: Request, error: RequestValidationError) -> JSONResponse:
         problems = [
-            {
-                "field": ".".join(str(part) for part in item["loc"] if part != "body") or "body",
-                "rule": item["msg"],
-            }
-            for item in error.errors()
+            {"field": _parameter(item["loc"]), "rule": item["msg"]} for item in error.errors()
         ]
         detail = "; ".join(f"{item['field']}: {item['rule']}" for item in problems)
-        return _answer(422, detail, problems=problems)
+        # A bad query parameter makes the request malformed (400, as InvalidQuery); a body or
+        # path that breaks its shape is judged like a document (422).
+        in_query = any(item["loc"][:1] == ("query",) for item in error.errors())
+        return _answer(400 if in_query else 422, detail, problems=problems)
+
+
+def _parameter(location: tuple[int | str, ...]) -> str:
+    """A query parameter by its name (``lines``), a body field by its path in the body
+    (``conf``), a path parameter as ``path.<name>``."""
+    parts = location[1:] if location[:1] in (("query",), ("body",)) else location
+    return ".".join(str(part) for part in parts) or "body"
