@@ -35,11 +35,14 @@ def document_schema(model: type[BaseModel], *, partial: bool = False) -> dict[st
     return inlined
 
 
-def json_body(model: type[BaseModel], *, partial: bool = False) -> dict[str, Any]:
-    """``openapi_extra`` documenting a JSON request body shaped like ``model``."""
+def json_body(
+    model: type[BaseModel], *, partial: bool = False, required: bool = True
+) -> dict[str, Any]:
+    """``openapi_extra`` documenting a JSON request body shaped like ``model``; one that is
+    not ``required`` may be left out (every field then takes its default)."""
     return {
         "requestBody": {
-            "required": True,
+            "required": required,
             "content": {"application/json": {"schema": document_schema(model, partial=partial)}},
         }
     }

@@ -341,13 +341,15 @@ def get_cache(project: ProjectName, name: ObjectName, scope: CurrentScope) -> Da
     status_code=202,
     tags=["caches"],
     summary="Ask the data-cache job to copy the version again (the copy in use stays usable)",
-    openapi_extra=json_body(CacheRefreshDocument),
+    openapi_extra=json_body(CacheRefreshDocument, required=False),
 )
 def refresh_cache(
-    project: ProjectName, name: ObjectName, scope: CurrentScope, document: Document
+    project: ProjectName, name: ObjectName, scope: CurrentScope, document: Document = None
 ) -> DataCacheView:
+    """Without a body the cache keeps its ``ttl_hours``."""
     with default_catalog().session() as session:
-        return DataCacheView.of(_caches(session, scope).refresh(project, name, document))
+        changes = {} if document is None else document
+        return DataCacheView.of(_caches(session, scope).refresh(project, name, changes))
 
 
 @router.delete(

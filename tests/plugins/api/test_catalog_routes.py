@@ -148,6 +148,21 @@ def test_caches_are_created_and_refreshed(api: Api) -> None:
     assert (refreshed.json()["status"], refreshed.json()["refresh_requested"]) == ("expired", True)
 
 
+def test_a_refresh_needs_no_body_and_then_keeps_the_ttl(api: Api) -> None:
+    alice = api.as_user("alice")
+    ttl = api.client.get(f"{BASE}/caches/stale", headers=alice).json()["ttl_hours"]
+    refreshed = api.client.post(f"{BASE}/caches/stale/refresh", headers=alice)
+    assert refreshed.status_code == 202, refreshed.text
+    assert (refreshed.json()["refresh_requested"], refreshed.json()["ttl_hours"]) == (True, ttl)
+    longer = api.client.post(f"{BASE}/caches/stale/refresh", json={"ttl_hours": ttl + 1},
+                             headers=alice)  # fmt: skip
+    assert longer.json()["ttl_hours"] == ttl + 1
+    route = api.client.get("/openapi.json").json()["paths"][
+        "/api/v1/projects/{project}/caches/{name}/refresh"
+    ]
+    assert route["post"]["requestBody"]["required"] is False
+
+
 def test_path_parameters_longer_than_any_name_answer_422(api: Api) -> None:
     response = api.client.get(f"/api/v1/projects/{'x' * 65}", headers=api.as_user("alice"))
     assert response.status_code == 422
