@@ -1,0 +1,140 @@
+"""Benchmark: what a catalog of thousands of training tasks costs Airflow.
+
+- ``task start``: what each task process of a run pays before its operator runs, with 1,
+  1,000 and 5,000 tasks in the catalog: a fresh interpreter that loads Airflow's plugins (as a
+  task runner does) and parses the tasks' DAG file with Airflow's parsing context naming one
+  task's DAG. Goal: the 5,000 figure within 1.2x of the 1 figure. Baseline: the same for a
+  DAG file of one BashOperator.
+- ``dag-processor parse``: the same file parsed without a parsing context (every task's DAG),
+  as the dag-processor does; it must stay well under Airflow's import timeout
+  (``[core] dagbag_import_timeout``, 30 s by default).
+
+Each figure is the median of ``--repeats`` fresh processes (wall time, interpreter start
+included). The catalog is SQLite; the tasks are copies of the demo task under other names,
+written in bulk (their rules were judged once, for the demo).
+
+    uv run python -m bench.scale [--sizes 1,1000,5000] [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from octotrain.settings import REPO_ROOT
+
+TASKS_DAG_FILE = REPO_ROOT / "dags" / "training_tasks.py"
+BARE_DAG = """
+from airflow.providers.standard.operators.bash import BashOperator
+from airflow.sdk import DAG
+
+with DAG(dag_id="bare", schedule=None):
+    BashOperator(task_id="run", bash_command="true")
+"""
+# What a task runner does before the operator: load plugins, parse the DAG's file.
+PARSE = """
+import sys
+from airflow import plugins_manager
+from airflow.dag_processing.dagbag import DagBag
+plugins_manager.ensure_plugins_loaded()
+bag = DagBag(dag_folder=sys.argv[1])
+assert not bag.import_errors, bag.import_errors
+print(len(bag.dags))
+"""
+
+
+def fill_catalog(url: str, root: Path, tasks: int) -> int:
+    """The demo plus ``tasks - 1`` copies of its task; returns the demo task's id."""
+    from hooks.catalog import CatalogHook
+    from hooks.local_store import LocalFolderStore
+    from octotrain.catalog.models import TrainingTask
+    from tests.factories import seed
+
+    catalog = CatalogHook(url)
+    catalog.migrate()
+    demo = seed(catalog, LocalFolderStore(root / "objects"))
+    with catalog.session() as session:
+        original = session.get(TrainingTask, demo.task_id)
+        assert original is not None
+        session.add_all(
+            TrainingTask(
+                project_id=original.project_id,
+                name=f"copy-{number}",
+                description=original.description,
+                spec=original.spec | {"name": f"copy-{number}"},
+                container_user=original.container_user,
+            )
+            for number in range(1, tasks)
+        )
+    catalog.dispose()
+    return demo.task_id
+
+
+def parse_seconds(dag_file: Path, env: dict[str, str], repeats: int) -> tuple[float, int]:
+    """Median wall time of a fresh process parsing ``dag_file``, and how many DAGs it built."""
+    samples, built = [], 0
+    for _ in range(repeats):
+        started = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-c", PARSE, str(dag_file)], env=env, capture_output=True, text=True
+        )
+        samples.append(time.perf_counter() - started)
+        if done.returncode != 0:
+            raise RuntimeError(done.stderr[-3000:])
+        built = int(done.stdout.strip().splitlines()[-1])
+    return statistics.median(samples), built
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1,1000,5000")
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    sizes = [int(size) for size in args.sizes.split(",")]
+    with tempfile.TemporaryDirectory(prefix="octotrain-bench-scale-") as scratch:
+        root = Path(scratch)
+        base_env = {key: value for key, value in os.environ.items()
+                    if not key.startswith(("AIRFLOW", "OCTOTRAIN_"))}  # fmt: skip
+        base_env |= {
+            "AIRFLOW_HOME": str(root / "airflow"),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "PYTHONPATH": str(REPO_ROOT),
+        }
+        bare = root / "bare" / "bare.py"
+        bare.parent.mkdir()
+        bare.write_text(BARE_DAG)
+        runner = base_env | {"_AIRFLOW_PARSING_CONTEXT_DAG_ID": "bare",
+                             "_AIRFLOW_PARSING_CONTEXT_TASK_ID": "run"}  # fmt: skip
+        baseline, _ = parse_seconds(bare, runner, args.repeats)
+        print(f"baseline: task start of a bare BashOperator DAG      {baseline:7.2f} s")
+        starts: dict[int, float] = {}
+        for size in sizes:
+            folder = root / f"catalog-{size}"
+            folder.mkdir()
+            url = f"sqlite:///{folder / 'catalog.db'}"
+            demo = fill_catalog(url, folder, size)
+            env = base_env | {
+                "OCTOTRAIN_STATE_DIR": str(folder / "state"),
+                "OCTOTRAIN_CATALOG_URL": url,
+                "OCTOTRAIN_OBJECT_STORE_URL": f"file://{folder / 'objects'}",
+            }
+            runner = env | {"_AIRFLOW_PARSING_CONTEXT_DAG_ID": f"octotrain_task_{demo}",
+                            "_AIRFLOW_PARSING_CONTEXT_TASK_ID": "validate"}  # fmt: skip
+            starts[size], _ = parse_seconds(TASKS_DAG_FILE, runner, args.repeats)
+            whole, built = parse_seconds(TASKS_DAG_FILE, env, max(1, args.repeats // 2))
+            print(
+                f"{size:>5} tasks: task start {starts[size]:6.2f} s "
+                f"({starts[size] / baseline:4.2f}x bare, "
+                f"{starts[size] / starts[sizes[0]]:4.2f}x {sizes[0]} task(s));  "
+                f"dag-processor parse of {built} DAGs {whole:6.2f} s"
+            )
+
+
+if __name__ == "__main__":
+    main()
