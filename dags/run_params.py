@@ -77,9 +77,7 @@ def run_params(
     params["env"] = Param(
         {name: str(value) for name, value in algorithm.env.items()} | document.get("env", {}),
         type=["object", "null"],
-        properties={
-            name: {"type": "string", **text_value_schema()} for name in algorithm.env
-        },
+        properties={name: {"type": "string", **text_value_schema()} for name in algorithm.env},
         additionalProperties=False,
         title="Environment variables",
         description="The algorithm's variables for this run (others are refused)",
