@@ -32,6 +32,7 @@ from hooks.catalog import CatalogHook
 from hooks.dataset_assets import dataset_asset
 from octotrain.catalog.models import Algorithm, Project, ResourceSpec, TrainingTask
 from octotrain.contracts import dag_id_for, task_id_from_dag_id
+from octotrain.run_settings import run_node_limit
 from octotrain.schedules import CRON_PRESETS
 from octotrain.settings import get_settings
 from operators.archive_model import ArchiveModelOperator
@@ -68,7 +69,6 @@ def build_task_dag(
     """The DAG that runs training task ``task`` with the configured launcher; ``algorithm`` and
     ``resource_spec`` (the task's, when they still exist) give the trigger form its fields."""
     spec: dict[str, Any] = task.spec
-    node_count = int(spec.get("node_count", 1))
     on_kubernetes = get_settings().launcher == "kubernetes"
     with DAG(
         dag_id=dag_id_for(task.id),
@@ -79,8 +79,9 @@ def build_task_dag(
         # A saved task is meant to run (and to retrain on its schedule) without a trip to
         # Airflow's pause toggle; pausing it there still holds its schedule.
         is_paused_upon_creation=False,
-        # Every node at once (a distributed job needs all its members), beside the stages.
-        max_active_tasks=node_count + STAGE_SLOTS,
+        # Every node at once (a distributed job needs all its members), beside the stages; a
+        # run's conf may raise the node count up to the limit, so the limit sizes it.
+        max_active_tasks=run_node_limit(task.project, resource_spec) + STAGE_SLOTS,
         on_failure_callback=end_catalog_run_failed,
         tags=["octotrain", f"project:{project_name}"],
         default_args={

@@ -18,6 +18,7 @@ from airflow.sdk import Param
 
 from octotrain.argument_limits import text_value_schema
 from octotrain.catalog.models import Algorithm, ResourceSpec, TrainingTask
+from octotrain.run_settings import run_node_limit
 from octotrain.task_spec import MAX_INPUT_MODELS, MAX_VERSION_NUMBER, PRIORITY_RANGE
 
 JSON_TYPES = {"int": "integer", "float": "number", "bool": "boolean", "string": "string"}
@@ -47,7 +48,7 @@ def run_params(
     """The DAG's Params for ``task``; the algorithm's only when it still exists (otherwise
     ``validate`` fails the run naming it)."""
     document = task.spec
-    max_nodes = min(task.project.max_nodes, spec.max_nodes if spec else task.project.max_nodes)
+    max_nodes = run_node_limit(task.project, spec)
     params = {
         "node_count": Param(
             int(document.get("node_count", 1)),

@@ -13,9 +13,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from octotrain.catalog.models import Project, ResourceSpec
 from octotrain.errors import InvalidTrigger
 
 RUN_SETTING_NAMES = ("node_count", "priority", "env", "input_models")
+
+
+def run_node_limit(project: Project, spec: ResourceSpec | None) -> int:
+    """The most nodes one run of a task may have (its conf may raise the saved count up to
+    it): its resource spec's limit and its project's, the same limits the task rules apply."""
+    return min(project.max_nodes, spec.max_nodes if spec is not None else project.max_nodes)
 
 
 def with_run_settings(spec: Mapping[str, Any], conf: object) -> dict[str, Any]:
