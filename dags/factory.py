@@ -11,6 +11,7 @@ deletes the run's headless Service whatever happens).
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from airflow.sdk import (
@@ -45,6 +46,8 @@ from operators.validate import ValidateTaskOperator
 PRIORITY_WEIGHT_OFFSET = 51
 # Room for validate/stage/collect/archive beside the nodes, which must all run at once.
 STAGE_SLOTS = 4
+ARCHIVE_RETRIES = 2
+ARCHIVE_RETRY_DELAY = timedelta(seconds=10)
 
 
 def task_schedule(spec: dict[str, Any], project_name: str) -> Any:
@@ -93,7 +96,11 @@ def build_task_dag(
         doc_md=f"Training task **{task.name}** (ID {task.id}) of project {project_name}.",
     ) as dag:
         validate = ValidateTaskOperator(task_id="validate")
-        archive = ArchiveModelOperator(task_id="archive_model")
+        # Tried again when its worker dies (the only stage that is: archiving is idempotent),
+        # so a version committed just before the death is found, not lost to a failed run.
+        archive = ArchiveModelOperator(
+            task_id="archive_model", retries=ARCHIVE_RETRIES, retry_delay=ARCHIVE_RETRY_DELAY
+        )
         if on_kubernetes:
             stage, launch, collect = _pod_stages(validate, archive)
         else:

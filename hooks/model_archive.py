@@ -7,6 +7,11 @@ the prefix, its manifest, lineage and lineage edges, and the run marked archived
 transaction. Until that commits no version is visible; if anything fails the uploaded prefix
 is removed (should the store itself be down, the data-cache job's sweep of orphans removes it
 later).
+
+Archiving a run is idempotent, so that Airflow may try ``archive_model`` again after its worker
+died (perhaps after the commit, before it reported success), even while the first try's task
+runner still lives: the run's version is found by the run's own prefix, under the repository's
+lock, and no try removes objects that a committed version points at.
 """
 
 from __future__ import annotations
@@ -18,8 +23,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.orm import Session
 
 from hooks.catalog import CatalogHook
 from hooks.run_files import read_json
@@ -58,12 +64,15 @@ def archive_outputs(
     """Archive ``files`` (relative path → local file) as the next version of the plan's
     output repository."""
     prefix = model_run_prefix(plan.project, plan.output_repository, plan.run_key)
+    archived = _archived(catalog, plan, prefix)
+    if archived is not None:
+        return archived
     try:
         manifest = _upload(store, files, prefix)
         _check_upload(store, prefix, files)
         return _commit(catalog, plan, prefix, manifest, lineage)
     except BaseException:
-        _remove(store, prefix)
+        _remove_unless_archived(catalog, plan, store, prefix)
         raise
 
 
@@ -96,6 +105,9 @@ def archive_stored_outputs(
     """Archive the ``stored_outputs`` of a run: copied inside the store (no download) under
     the run's model prefix, checked, then committed like ``archive_outputs``."""
     prefix = model_run_prefix(plan.project, plan.output_repository, plan.run_key)
+    archived = _archived(catalog, plan, prefix)
+    if archived is not None:
+        return archived
     try:
         for node_index in sorted({entry["node"] for entry in outputs.values()}):
             store.copy_prefix(f"{run_prefix(plan)}/output/{node_index}", prefix)
@@ -108,14 +120,34 @@ def archive_stored_outputs(
             raise ArchiveFailed(f"the copy of the nodes' OUTPUT under {prefix}/ is incomplete")
         return _commit(catalog, plan, prefix, manifest, lineage)
     except BaseException:
-        _remove(store, prefix)
+        _remove_unless_archived(catalog, plan, store, prefix)
         raise
 
 
-def _remove(store: ObjectStore, prefix: str) -> None:
+def _archived(catalog: CatalogHook, plan: RunPlan, prefix: str) -> ModelVersion | None:
+    with catalog.session() as session:
+        return _version_at(session, plan, prefix)
+
+
+def _version_at(session: Session, plan: RunPlan, prefix: str) -> ModelVersion | None:
+    """The version this run archived (its objects are under the run's own prefix), if any."""
+    return session.scalars(
+        select(ModelVersion).where(
+            ModelVersion.repository_id == plan.output_repository_id,
+            ModelVersion.object_prefix == prefix,
+        )
+    ).first()
+
+
+def _remove_unless_archived(
+    catalog: CatalogHook, plan: RunPlan, store: ObjectStore, prefix: str
+) -> None:
+    """A failed try removes what it uploaded, unless another try of the run committed it."""
     try:
+        if _archived(catalog, plan, prefix) is not None:
+            return
         store.delete_prefix(prefix)
-    except ObjectStoreError as error:
+    except (ObjectStoreError, SQLAlchemyError) as error:
         log.warning("could not remove %s after the failed archive: %s", prefix, error)
 
 
@@ -156,7 +188,8 @@ def _commit(
                     .values(id=ModelRepository.id)
                     .execution_options(synchronize_session=False)
                 )
-                version = ModelVersion(
+                # Under that lock: another try of this run may have committed meanwhile.
+                version = _version_at(session, plan, prefix) or ModelVersion(
                     repository_id=plan.output_repository_id,
                     version=next_version_number(session, plan.output_repository_id),
                     status=ModelVersionStatus.COMPLETE,
@@ -165,9 +198,10 @@ def _commit(
                     lineage=lineage | {"archived_at": datetime.now(UTC).isoformat()},
                     inputs=lineage_edges(plan),
                 )
-                version.record(manifest)
-                session.add(version)
-                session.flush()
+                if version.id is None:
+                    version.record(manifest)
+                    session.add(version)
+                    session.flush()
                 run = session.get(Run, plan.catalog_run_id)
                 if run is not None:
                     run.state = RunState.SUCCESS

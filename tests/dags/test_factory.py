@@ -46,6 +46,10 @@ def test_one_dag_per_task_with_the_pipeline(
     # task saved with 1 node and run with 4 must run all 4 at once (they meet at rendezvous).
     assert dags[dag_id_for(other)].max_active_tasks == 4 + STAGE_SLOTS
     assert dag.get_task("validate").priority_weight == 61  # priority 10
+    # a training is never retried behind the user's back; only archiving (idempotent) is
+    assert {task.task_id: task.retries for task in dag.tasks if task.retries} == {
+        "archive_model": 2
+    }
     assert dags[dag_id_for(other)].get_task("validate").priority_weight == 1  # priority -50
 
 

@@ -186,3 +186,34 @@ def test_runs_ending_together_each_archive_one_version(
     with catalog.session() as session:
         states = {session.get(Run, each.catalog_run_id).state for each in plans}
     assert states == {RunState.SUCCESS}
+
+
+def test_an_archive_tried_again_finds_the_runs_version_and_adds_none(
+    catalog: CatalogHook, store: LocalFolderStore, tmp_path: Path
+) -> None:
+    """A worker killed after the commit and before it reported success: Airflow tries
+    ``archive_model`` again; it must find the version, not archive a second one."""
+    plan = demo_plan(catalog, store)
+    first = archive_outputs(catalog, store, plan, outputs(tmp_path), plan.lineage)
+    again = archive_outputs(catalog, store, plan, outputs(tmp_path), plan.lineage)
+    assert (again.id, again.version) == (first.id, 1) and versions(catalog) == 1
+    # a try after the commit uploads nothing: the store may even be down meanwhile
+    down = FailingStore(store.root, puts_left=0, gets_left=0)
+    assert archive_outputs(catalog, down, plan, outputs(tmp_path), plan.lineage).id == first.id
+    assert {info.key.rsplit("/", 1)[-1] for info in store.list(first.object_prefix)} == {
+        "model.json",
+        "w.npz",
+    }
+
+
+def test_two_tries_of_one_archive_at_once_make_one_version(
+    catalog: CatalogHook, store: LocalFolderStore, tmp_path: Path
+) -> None:
+    """A retry running beside a task runner that survived its worker's death."""
+    plan = demo_plan(catalog, store)
+    files = outputs(tmp_path)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        tries = list(pool.map(lambda _: archive_outputs(catalog, store, plan, files,
+                                                        plan.lineage), range(2)))  # fmt: skip
+    assert tries[0].id == tries[1].id and versions(catalog) == 1
+    assert len(store.list(tries[0].object_prefix)) == 2
