@@ -19,6 +19,7 @@ from hooks.dag_parsing import request_tasks_reparse, retire_task_dag
 from hooks.dag_runs import REQUEST_ID_PATTERN, trigger_dag_run
 from hooks.run_stops import request_stop
 from octotrain.catalog.documents import TaskCopyDocument
+from octotrain.catalog.last_run_status import LastRunStatus, last_run_status
 from octotrain.catalog.views import RunView, TaskView
 from octotrain.contracts import dag_id_for
 from octotrain.errors import InvalidInput, InvalidTrigger
@@ -51,9 +52,16 @@ def list_tasks(
     project: Annotated[
         str | None, Query(min_length=1, max_length=64, pattern=r"^[^\x00-\x1f]+$")
     ] = None,
+    status: Annotated[
+        LastRunStatus | None, Query(description="the last run's state, or never")
+    ] = None,
 ) -> list[TaskView]:
     with default_catalog().session() as session:
-        return [TaskView.of(task) for task in Tasks(session, scope).list(project)]
+        return [
+            TaskView.of(task)
+            for task in Tasks(session, scope).list(project)
+            if status is None or last_run_status(task) == status
+        ]
 
 
 @router.post(

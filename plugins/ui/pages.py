@@ -17,11 +17,13 @@ from airflow.api_fastapi.core_api.security import get_user
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi import Path as PathParameter
 from fastapi.responses import FileResponse, HTMLResponse
+from pydantic import BeforeValidator
 from sqlalchemy import select
 
 from hooks.catalog import default_catalog
 from octotrain.catalog.access import Scope
-from octotrain.catalog.models import Run, RunState, TrainingTask
+from octotrain.catalog.last_run_status import LastRunStatus, last_run_status
+from octotrain.catalog.models import Run, RunState
 from octotrain.catalog.projects import Projects
 from octotrain.catalog.views import RunView, TaskView
 from octotrain.contracts import dag_id_for, task_id_from_dag_id
@@ -111,30 +113,32 @@ def _render(template: str, request: Request, **values: Any) -> HTMLResponse:
     )
 
 
+def _any_is_none(value: object) -> object:
+    """The form's "any status" choice sends an empty ``status``."""
+    return value or None
+
+
 @router.get("/tasks", response_class=HTMLResponse)
 def tasks_page(
     request: Request,
     scope: CurrentScope,
-    status: Annotated[str, Query(max_length=16)] = "",
+    status: Annotated[LastRunStatus | None, BeforeValidator(_any_is_none), Query()] = None,
     q: Annotated[str, Query(max_length=64)] = "",
 ) -> HTMLResponse:
     """The "Training tasks" entry of Airflow's navigation: the tasks of the user's projects,
     by project, each with its latest runs and their Metrics, Resources and Logs tabs; filtered
-    by the last run's status (``never``: not run yet) and a part of the name."""
+    by the last run's status (``never``: not run yet), as ``GET /tasks?status=`` is, and a
+    part of the name."""
     with default_catalog().session() as session:
         tasks = [
             (TaskView.of(task), [RunView.of(run) for run in reversed(task.runs[-RECENT_RUNS:])])
             for task in Tasks(session, scope).list()
-            if q.casefold() in task.name.casefold() and status in ("", _last_state(task))
+            if q.casefold() in task.name.casefold() and status in (None, last_run_status(task))
         ]
         projects = [project.name for project in Projects(session, scope).list()]
     groups = [(name, [item for item in tasks if item[0].project == name]) for name in projects]
     return _render("tasks.html", request, groups=groups, status=status, q=q, states=RUN_STATES,
                    dag_id_for=dag_id_for)  # fmt: skip
-
-
-def _last_state(task: TrainingTask) -> str:
-    return str(task.runs[-1].state) if task.runs else "never"
 
 
 @router.get("/tasks/new", response_class=HTMLResponse)

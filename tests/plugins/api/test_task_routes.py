@@ -123,3 +123,38 @@ def test_stopping_a_run_raises_its_flag_for_the_user_and_refuses_ended_runs(api:
     assert "has already ended (stopped)" in ended.json()["detail"]
     missing = api.client.post(f"/api/v1/tasks/{task['id']}/runs/999999/stop", headers=alice)
     assert missing.status_code == 404
+
+
+def test_tasks_are_filtered_by_their_last_runs_status_and_an_unknown_one_is_refused(
+    api: Api,
+) -> None:
+    alice = api.as_user("alice")
+    ids = {}
+    for name in ("status-ran", "status-new"):
+        created = api.client.post("/api/v1/tasks", json=VALID_TASK | {"name": name}, headers=alice)
+        ids[name] = created.json()["id"]
+    with default_catalog().session() as session:
+        for state in (RunState.SUCCESS, RunState.FAILED):  # the last one counts
+            session.add(Run(task_id=ids["status-ran"], airflow_run_id=f"manual__{state}",
+                            state=state, node_count=1))  # fmt: skip
+            session.flush()
+
+    def listed(status: str) -> set[str]:
+        answer = api.client.get("/api/v1/tasks", params={"status": status}, headers=alice)
+        assert answer.status_code == 200, answer.text
+        return {task["name"] for task in answer.json()} & set(ids)
+
+    assert (listed("failed"), listed("never"), listed("success")) == (
+        {"status-ran"},
+        {"status-new"},
+        set(),
+    )
+    refused = api.client.get("/api/v1/tasks", params={"status": "bogus"}, headers=alice)
+    assert refused.status_code == 400
+    assert refused.json()["problems"] == [
+        {
+            "field": "status",
+            "rule": "Input should be 'queued', 'running', 'success', 'failed', 'stopped' or "
+            "'never'",
+        }
+    ]

@@ -72,6 +72,10 @@ def test_the_list_filters_by_last_run_status_and_name(api: Api) -> None:
     assert "filter-alpha" in never.text and "filter-beta" in never.text
     failed = api.client.get("/ui/tasks", params={"status": "failed", "q": "filter"}, headers=alice)
     assert "filter-alpha" not in failed.text
+    anything = api.client.get("/ui/tasks", params={"status": "", "q": "filter"}, headers=alice)
+    assert "filter-alpha" in anything.text  # the form's "any status"
+    bogus = api.client.get("/ui/tasks", params={"status": "bogus"}, headers=alice)
+    assert bogus.status_code == 400 and bogus.json()["problems"][0]["field"] == "status"
     assert 'href="/ui/tasks/new?project=demo"' in listed
 
 
