@@ -60,7 +60,9 @@ ProjectName = Annotated[str, Path(min_length=1, max_length=64, pattern=r"^[^\x00
 ObjectName = Annotated[str, Path(min_length=1, max_length=64, pattern=r"^[^\x00-\x1f/]+$")]
 VersionName = Annotated[str, Path(min_length=1, max_length=32, pattern=r"^[^\x00-\x1f/]+$")]
 VersionNumber = Annotated[int, Path(ge=1, le=MAX_VERSION_NUMBER)]
-Username = Annotated[str, Path(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f]+$")]
+# Any name a member can be added with (octotrain.documents.PlainText: tabs and line breaks
+# allowed), '/' included: the route takes the rest of the path.
+Username = Annotated[str, Path(min_length=1, max_length=256, pattern=r"^[^\x00-\x08\x0b-\x1f]+$")]
 Document = Annotated[Any, Body()]
 Uploads = Annotated[list[UploadFile], File(description="Each part's file name is its path.")]
 
@@ -134,7 +136,7 @@ def add_member(project: ProjectName, scope: CurrentScope, document: Document) ->
 
 
 @router.delete(
-    "/projects/{project}/members/{username}",
+    "/projects/{project}/members/{username:path}",
     tags=["projects"],
     summary="Remove a member (administrators)",
 )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.plugins.api.conftest import Api
 
 BASE = "/api/v1/projects/demo"
@@ -161,6 +163,27 @@ def test_a_refresh_needs_no_body_and_then_keeps_the_ttl(api: Api) -> None:
         "/api/v1/projects/{project}/caches/{name}/refresh"
     ]
     assert route["post"]["requestBody"]["required"] is False
+
+
+@pytest.mark.parametrize(
+    ("username", "in_the_path"),
+    [("a/b", "a/b"), ("c/d", "c%2Fd"), ("50%", "50%25"), ("tab\tname", "tab%09name"),
+     ("..", "%2E%2E"), ("/lead", "/lead"), ("trail/", "trail/"), ("名 字", "名 字")],
+)  # fmt: skip
+def test_any_member_that_can_be_added_can_be_removed(
+    api: Api, username: str, in_the_path: str
+) -> None:
+    alice = api.as_user("alice")
+    members = f"{BASE}/members"
+    added = api.client.post(members, json={"username": username}, headers=alice)
+    assert added.status_code == 200, added.text
+    assert username in added.json()["members"]
+    removed = api.client.delete(f"{members}/{in_the_path}", headers=alice)
+    assert removed.status_code == 200, removed.text
+    assert username not in removed.json()["members"]
+    again = api.client.delete(f"{members}/{in_the_path}", headers=alice)
+    assert again.status_code == 404
+    assert again.json()["detail"] == f"'{username}' is not a member of project 'demo'"
 
 
 def test_path_parameters_longer_than_any_name_answer_422(api: Api) -> None:
