@@ -34,9 +34,9 @@ class StoreAbortMarker:
         return None if flag is None else flag.text()
 
     def record_stop(self, node_index: str, because: str) -> None:
-        """Node ``node_index`` is being stopped (or was never started) ``because``: what its
-        supplemental log says, as a node that ended by itself before the flag went up was
-        not stopped."""
+        """Node ``node_index`` is being stopped (or was never started): ``because`` is the
+        first line of its supplemental log (``AbortFlag.why_stopped``), kept apart as a node
+        that ended by itself before the flag went up was not stopped."""
         write_text(self.store, self._stop_key(node_index), json.dumps({"because": because}))
 
     def stopped_because(self, node_index: str) -> str | None:

@@ -1,63 +1,121 @@
 """Why a node's pod ended abnormally, in plain words, for its supplemental log
-(``octopus-train-{id}-{index}-supplemental.logs``).
+(``octopus-train-{id}-{index}-supplemental.logs``), whose first line says why.
 
-It reads the pod as the Kubernetes API shows it (a dict in the API's shape) and the pod's
-events: a container's exit code and its meaning, ``OOMKilled`` with the memory limit and the
-last sampled usage, scheduling failures (not enough GPUs …), image pull errors with the image
-name, a start that timed out, eviction, and a stop (by a user, or because another node failed).
+It reads the pod as the Kubernetes API shows it (a dict in the API's shape), the pod's events,
+the training wrapper's report (``exits/<node>.json``: its exit status, why its command could not
+be run, a kill after the grace period) and the init log: scheduling failures (not enough GPUs
+…), image pull and container creation errors, a container the runtime could not start, a
+failed staging, an eviction, and what the local launcher reports too (an exit code and its
+meaning, ``OOMKilled`` with the memory limit and the last sampled usage, a stop, by whom),
+worded by ``octotrain.supplemental_log``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from octotrain.exit_codes import describe_exit_code
+from octotrain.supplemental_log import (
+    MemoryExhaustion,
+    NodeEnding,
+    SupplementalLog,
+    explain,
+    staging_error_in,
+)
 
-MIB = 1024 * 1024
 TRAIN_CONTAINER = "base"
 IMAGE_PULL_REASONS = {"ErrImagePull", "ImagePullBackOff", "InvalidImageName"}
+CREATE_REASONS = {"CreateContainerConfigError", "CreateContainerError", "RunContainerError"}
+START_FAILURES = {"StartError", "ContainerCannotRun"}
 
 
 @dataclass(frozen=True)
 class NodeEnd:
-    """What the supplemental log needs to know beside the pod."""
+    """What the supplemental log needs to know beside the pod: ``stop_reason`` is the full
+    first line of a stop (``AbortFlag.why_stopped``), ``exit_report`` what the wrapper said."""
 
     node_index: str
     memory_limit_mib: int
     last_memory_bytes: int | None = None
-    stopped_because: str | None = None
+    stop_reason: str | None = None
     startup_timeout_seconds: int = 0
+    exit_report: dict[str, Any] = field(default_factory=dict)
+    init_log: str = ""
 
 
-def diagnose(pod: dict[str, Any] | None, events: list[dict[str, Any]], end: NodeEnd) -> str | None:
-    """The supplemental log's text, or None when the node ended normally."""
-    lines = _explain(pod, events, end)
-    if not lines:
-        return None
-    return "\n".join([f"abnormal end of node {end.node_index}", *lines]) + "\n"
-
-
-def _explain(pod: dict[str, Any] | None, events: list[dict[str, Any]], end: NodeEnd) -> list[str]:
-    if end.stopped_because:
-        lines = [f"node {end.node_index} was stopped: {end.stopped_because}"]
-        return lines + _terminated_lines(pod, end, stopped=True)
+def diagnose(
+    pod: dict[str, Any] | None, events: list[dict[str, Any]], end: NodeEnd
+) -> SupplementalLog | None:
+    """The supplemental log, or None when the node ended normally."""
+    node = f"node {end.node_index}"
+    status = (pod or {}).get("status") or {}
+    if end.stop_reason is not None:
+        return explain(_ending(end, _train_exit_code(status)))
     if pod is None:
-        return [f"node {end.node_index}: its pod was never created or is gone"]
-    status = pod.get("status") or {}
+        if end.exit_report.get("exit_status") is not None:  # the pod is gone: the wrapper's word
+            return explain(_ending(end, None))
+        return SupplementalLog(
+            f"{node} ended without a trace: its pod was never created or is gone"
+        )
     if str(status.get("reason", "")) == "Evicted":
-        return [f"the pod was evicted by Kubernetes: {status.get('message', '')}".rstrip()]
+        message = f"{node} was evicted by Kubernetes: {status.get('message', '')}"
+        return SupplementalLog(message.rstrip())
     if status.get("phase") == "Succeeded":
-        return []
+        return None
     if status.get("phase") in ("Pending", None):
-        return _not_started(pod, events, end)
-    return _terminated_lines(pod, end, stopped=False) or [
-        f"the pod ended in phase {status.get('phase')}: {status.get('message', '')}".rstrip()
-    ]
+        return _not_started(node, status, events, end)
+    return _terminated(node, status, end)
 
 
-def _not_started(pod: dict[str, Any], events: list[dict[str, Any]], end: NodeEnd) -> list[str]:
-    status = pod.get("status") or {}
+def _ending(end: NodeEnd, train_exit_code: int | None, **facts: Any) -> NodeEnding:
+    """The node's end from the pod's training container and the wrapper's report."""
+    report = end.exit_report
+    code = train_exit_code if train_exit_code is not None else report.get("exit_status")
+    return NodeEnding(
+        end.node_index,
+        exit_code=code,
+        stop_reason=end.stop_reason,
+        start_error=report.get("start_error"),
+        killed_after_grace_seconds=report.get("killed_after_grace_seconds"),
+        **facts,
+    )
+
+
+def _terminated(node: str, status: dict[str, Any], end: NodeEnd) -> SupplementalLog | None:
+    for container in status.get("initContainerStatuses") or []:
+        terminated = (container.get("state") or {}).get("terminated") or {}
+        if terminated and terminated.get("exitCode", 0) != 0:
+            staging_error = staging_error_in(end.init_log)
+            if staging_error is not None:
+                return explain(NodeEnding(end.node_index, staging_error=staging_error))
+            return SupplementalLog(
+                f"{node} did not start: data preparation (init container "
+                f"{container.get('name')}) failed with exit code {terminated.get('exitCode')}; "
+                "see the init log"
+            )
+    phase = f"{node} ended abnormally: its pod ended in phase {status.get('phase')}: "
+    phase = (phase + str(status.get("message", ""))).rstrip(": ")
+    terminated = _train_terminated(status)
+    if terminated is None:  # the API may lag behind the wrapper's report
+        reported = end.exit_report.get("exit_status") is not None
+        return (explain(_ending(end, None)) if reported else None) or SupplementalLog(phase)
+    code = int(terminated.get("exitCode", 0))
+    reason = terminated.get("reason")
+    if reason in START_FAILURES:
+        why = f"the container runtime could not run it ({reason}): {terminated.get('message', '')}"
+        return explain(NodeEnding(end.node_index, start_error=why.rstrip(": ")))
+    if reason == "OOMKilled":
+        exhausted = MemoryExhaustion(end.memory_limit_mib, "OOMKilled", end.last_memory_bytes)
+        return explain(_ending(end, code, out_of_memory=exhausted))
+    log = explain(_ending(end, code))
+    if log is None and status.get("phase") == "Failed":  # the training succeeded, the pod not
+        return SupplementalLog(phase)
+    return log
+
+
+def _not_started(
+    node: str, status: dict[str, Any], events: list[dict[str, Any]], end: NodeEnd
+) -> SupplementalLog:
     lines = []
     for condition in status.get("conditions") or []:
         if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
@@ -75,46 +133,32 @@ def _not_started(pod: dict[str, Any], events: list[dict[str, Any]], end: NodeEnd
                 f"the image {container.get('image', '')} of container {container.get('name')} "
                 f"could not be pulled ({waiting['reason']}): {waiting.get('message', '')}"
             )
+        elif waiting.get("reason") in CREATE_REASONS:
+            lines.append(
+                f"the container {container.get('name')} could not be created "
+                f"({waiting['reason']}): {waiting.get('message', '')}"
+            )
     if not any("could not be pulled" in line for line in lines):
         for event in events:
             if event.get("reason") == "Failed" and "pull" in str(event.get("message", "")).lower():
                 lines.append(f"image pull failed: {event.get('message', '')}")
     wait = f" within {end.startup_timeout_seconds}s" if end.startup_timeout_seconds else ""
-    return [f"the pod did not start{wait}", *lines]
+    if not lines:
+        return SupplementalLog(f"{node} did not start{wait}")
+    return SupplementalLog(f"{node} did not start{wait}: {lines[0]}", tuple(lines[1:]))
 
 
-def _terminated_lines(pod: dict[str, Any] | None, end: NodeEnd, *, stopped: bool) -> list[str]:
-    if pod is None:
-        return []
-    status = pod.get("status") or {}
-    lines = []
-    for container in status.get("initContainerStatuses") or []:
-        terminated = (container.get("state") or {}).get("terminated") or {}
-        if terminated and terminated.get("exitCode", 0) != 0:
-            lines.append(
-                f"data preparation (init container {container.get('name')}) failed with exit "
-                f"code {terminated.get('exitCode')}; see the init log"
-            )
+def _train_terminated(status: dict[str, Any]) -> dict[str, Any] | None:
     for container in status.get("containerStatuses") or []:
-        if container.get("name") != TRAIN_CONTAINER:
-            continue
-        terminated = (container.get("state") or {}).get("terminated") or {}
-        if not terminated or (terminated.get("exitCode", 0) == 0 and not stopped):
-            continue
-        code = int(terminated.get("exitCode", 0))
-        if terminated.get("reason") == "OOMKilled":
-            used = (
-                f"; the last sample used {end.last_memory_bytes / MIB:.0f} MiB"
-                if end.last_memory_bytes is not None
-                else ""
-            )
-            lines.append(
-                f"OOMKilled: the training used more than its memory limit of "
-                f"{end.memory_limit_mib} MiB and was killed (exit code {code}){used}"
-            )
-        else:
-            lines.append(f"exit code {code}: {describe_exit_code(code)}")
-    return lines
+        if container.get("name") == TRAIN_CONTAINER:
+            terminated = (container.get("state") or {}).get("terminated")
+            return terminated or None
+    return None
+
+
+def _train_exit_code(status: dict[str, Any]) -> int | None:
+    terminated = _train_terminated(status)
+    return None if terminated is None else int(terminated.get("exitCode", 0))
 
 
 def _statuses(status: dict[str, Any]) -> list[dict[str, Any]]:

@@ -199,6 +199,8 @@ def node_pod(plan: RunPlan, node_index: str, settings: PodSettings) -> dict[str,
                         "--exit-file", EXIT_FILE, "--resources", RESOURCES_FILE,
                         "--await-sidecar", SYNC_READY_FILE, "--await-upload", UPLOAD_DONE_FILE,
                         "--await-upload-seconds", str(config.final_upload_timeout_seconds),
+                        "--stop-grace-seconds",
+                        str(training_grace_seconds(settings.stop_grace_seconds)),
                         "--", *plan.command, *parameter_arguments(plan.parameters),
                     ],
                     "env": [{"name": key, "value": value} for key, value in environment.items()],
@@ -246,6 +248,13 @@ def _work_volume(plan: RunPlan, node_index: str, node_local_path: str) -> dict[s
         return {"name": "octotrain-work", "emptyDir": {}}
     path = f"{node_local_path.rstrip('/')}/{plan.task_id}-{run_label(plan)}-{node_index}"
     return {"name": "octotrain-work", "hostPath": {"path": path, "type": "DirectoryOrCreate"}}
+
+
+def training_grace_seconds(pod_grace_seconds: int) -> int:
+    """How long a stopped training may ignore SIGTERM before its wrapper kills it: two thirds
+    of the pod's grace period, the rest left for the sidecar's final upload (Kubernetes kills
+    every container of the pod at the end of its grace period)."""
+    return max(1, pod_grace_seconds * 2 // 3)
 
 
 def _security(plan: RunPlan) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """``collect_logs`` with the Kubernetes launcher: after every node's pod has ended, however it
 ended, make sure the four log files of every node are in the object store, explain abnormal
-ends in the supplemental logs, then delete the run's remaining pods.
+ends in the supplemental logs (the run's message in the catalog is the first line of the node's
+that ended the run), then delete the run's remaining pods.
 
 The pods' sidecars have already synced the logs and metrics; what only the cluster knows (a
 pod that could not be scheduled, an image that could not be pulled, an OOM kill, an eviction)
@@ -29,6 +30,7 @@ from octotrain.pod_diagnosis import NodeEnd, diagnose
 from octotrain.pods import LABEL_NODE, LABEL_RUN, run_label, run_prefix
 from octotrain.settings import get_settings
 from octotrain.storage import ObjectStore
+from octotrain.supplemental_log import SupplementalLog, run_message
 from operators.training_stage import TrainingStageOperator
 
 
@@ -45,81 +47,64 @@ class CollectPodLogsOperator(TrainingStageOperator):
         )
         abort = StoreAbortMarker(store, prefix)
         flag = abort.flag()
-        failed = []
+        reasons: dict[str, str] = {}
         for node_index in plan.node_indices:
+            names = NodeLogNames(task_id=plan.task_id, node_index=node_index)
             pods = runs.pods({LABEL_RUN: run_label(plan), LABEL_NODE: node_index})
             pod = pods[-1] if pods else None
             events = runs.events(pod["metadata"]["name"]) if pod else []
-            stopped_because = abort.stopped_because(node_index)
-            text = self._supplemental(store, plan, node_index, pod, events, stopped_because)
-            _ensure_logs(store, prefix, NodeLogNames(task_id=plan.task_id, node_index=node_index))
-            if text is not None:
-                failed.append(node_index)
-                name = NodeLogNames(task_id=plan.task_id, node_index=node_index).supplemental
-                write_text(store, f"{prefix}/logs/{name}", text)
-                self.log.warning("node %s: %s", node_index, text.splitlines()[1])
+            log = self._supplemental(
+                store, plan, names, pod, events, abort.stopped_because(node_index)
+            )
+            _ensure_logs(store, prefix, names)
+            if log is not None:
+                reasons[node_index] = log.reason
+                write_text(store, f"{prefix}/logs/{names.supplemental}", log.render())
+                self.log.warning("%s", log.reason)
             for found in pods:
                 runs.delete_pod(
                     found["metadata"]["name"], grace_seconds=int(settings.stop_grace_seconds)
                 )
-        if failed:
-            self._record(plan, failed, stopped=flag is not None and flag.stopped)
-        return {"failed_nodes": failed}
+        if reasons:
+            culprit = flag.node if flag is not None else None
+            self._record(
+                plan, run_message(reasons, culprit=culprit), stopped=bool(flag and flag.stopped)
+            )
+        return {"failed_nodes": list(reasons)}
 
     def _supplemental(
         self,
         store: ObjectStore,
         plan: RunPlan,
-        node_index: str,
+        names: NodeLogNames,
         pod: dict[str, Any] | None,
         events: list[dict[str, Any]],
-        stopped_because: str | None,
-    ) -> str | None:
-        prefix = run_prefix(plan)
-        exit_status = (read_json(store, f"{prefix}/exits/{node_index}.json") or {}).get(
-            "exit_status"
-        )
-        if exit_status == 0 and stopped_because is None:
+        stop_reason: str | None,
+    ) -> SupplementalLog | None:
+        prefix, node_index = run_prefix(plan), names.node_index
+        report = read_json(store, f"{prefix}/exits/{node_index}.json") or {}
+        if report.get("exit_status") == 0 and stop_reason is None:
             return None
         assert plan.resources is not None
         end = NodeEnd(
             node_index=node_index,
             memory_limit_mib=plan.resources.memory_mib,
             last_memory_bytes=last_memory_sample(store, f"{prefix}/resources/{node_index}.jsonl"),
-            stopped_because=stopped_because,
+            stop_reason=stop_reason,
             startup_timeout_seconds=kubernetes_config().startup_timeout_seconds,
+            exit_report=report,
+            init_log=read_text(store, f"{prefix}/logs/{names.init}") or "",
         )
-        if pod is None and exit_status is not None:
-            pod = _exited(exit_status)  # the pod is gone (deleted by a stop): its sidecar's word
-        text = diagnose(pod, events, end)
-        if text is None and exit_status is not None and exit_status != 0:
-            text = diagnose(_exited(exit_status), [], end)
-        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S%z")
-        return None if text is None else f"{stamp} {text}"
+        return diagnose(pod, events, end)
 
-    def _record(self, plan: RunPlan, failed: list[str], *, stopped: bool) -> None:
+    def _record(self, plan: RunPlan, message: str, *, stopped: bool) -> None:
         state = RunState.STOPPED if stopped else RunState.FAILED
         with default_catalog().session() as session:
             session.execute(
                 update(Run)
                 .where(Run.id == plan.catalog_run_id)
-                .values(
-                    state=state,
-                    message=f"nodes that did not succeed: {', '.join(failed)}",
-                    ended_at=datetime.now(UTC),
-                )
+                .values(state=state, message=message, ended_at=datetime.now(UTC))
             )
-
-
-def _exited(code: int) -> dict[str, Any]:
-    """A pod as the API would show it once its training container exited with ``code``."""
-    terminated = {"exitCode": code, "reason": "Error"}
-    return {
-        "status": {
-            "phase": "Failed",
-            "containerStatuses": [{"name": "base", "state": {"terminated": terminated}}],
-        }
-    }
 
 
 def _ensure_logs(store: ObjectStore, prefix: str, names: NodeLogNames) -> None:

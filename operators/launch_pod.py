@@ -98,8 +98,9 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         abort = StoreAbortMarker(default_object_store(), run_prefix(plan))
         already = abort.flag()
         if already is not None:
-            abort.record_stop(self.node_index, f"{already.text()} (it was not started)")
-            raise AirflowFailException(f"node {self.node_index} was not started: {already.text()}")
+            reason = already.why_stopped(self.node_index, started=False)
+            abort.record_stop(self.node_index, reason)
+            raise AirflowFailException(reason)
         self._abort = abort
         watcher = AbortWatcher(
             abort, every=kubernetes_config().abort_check_seconds, on_flag=self._stop_for
@@ -120,8 +121,9 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         """The abort flag went up: unless this node raised it, delete its pod."""
         if not flag.concerns_other_than(self.node_index) or self.pod is None:
             return
-        self.log.info("stopping node %s: %s", self.node_index, flag.text())
-        self._abort.record_stop(self.node_index, flag.text())
+        reason = flag.why_stopped(self.node_index)
+        self.log.info("deleting the pod: %s", reason)
+        self._abort.record_stop(self.node_index, reason)
         runs = KubernetesRuns(conn_id=self.kubernetes_conn_id or "", namespace=str(self.namespace))
         runs.delete_pod(self.pod.metadata.name, grace_seconds=self.termination_grace_period or 30)
 
@@ -130,6 +132,6 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         abort = getattr(self, "_abort", None)
         if abort is not None:
             flag = AbortFlag.stopped_by_airflow(self.node_index)
-            abort.record_stop(self.node_index, flag.text())
+            abort.record_stop(self.node_index, flag.why_stopped(self.node_index))
             abort.raise_flag(flag)
         super().on_kill()

@@ -66,12 +66,16 @@ EATS_MEMORY = (
     "hoard = b'x' * (1536 * 1024 * 1024)\n"
     "time.sleep(60)\n"
 )
+# Ignores SIGTERM: a stop ends it only by the kill after the grace period.
 TRAINS_UNTIL_STOPPED = (
-    "import time\n"
+    "import signal, time\n"
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
     "for epoch in range(600):\n"
     "    print('epoch', epoch, flush=True)\n"
     "    time.sleep(0.2)\n"
 )
+# Its interpreter is not in the image.
+MISSING_INTERPRETER = "/nonexistent/python3"
 # About 6 s of training with a log line per epoch and a model file at the end.
 TRAINS_SLOWLY = (
     "import os, pathlib, time\n"
@@ -106,17 +110,24 @@ def setup() -> dict[str, int]:
     for name, code in [("rank-0-fails", RANK_0_FAILS), ("eats-memory", EATS_MEMORY),
                        ("trains-until-stopped", TRAINS_UNTIL_STOPPED),
                        ("trains-slowly", TRAINS_SLOWLY),
-                       ("fails-while-the-other-trains", FAILS_WHILE_THE_OTHER_TRAINS)]:  # fmt: skip
+                       ("fails-while-the-other-trains", FAILS_WHILE_THE_OTHER_TRAINS),
+                       ("cannot-start", "pass")]:  # fmt: skip
         add_command_algorithm(catalog, name, code)
         if image:
             with catalog.session() as session:
                 Algorithms(session, ADMIN).update("demo", name, {"image": image})
+    with catalog.session() as session:
+        command = [MISSING_INTERPRETER, "-c", "pass"]
+        Algorithms(session, ADMIN).update("demo", "cannot-start", {"command": command})
     return {
         "demo": add_task(catalog, name="demo-on-k8s"),
         "node-fails": add_task(catalog, name="node-fails", algorithm="rank-0-fails", parameters={}),
         "oom": add_task(catalog, name="oom", algorithm="eats-memory", parameters={}),
         "unschedulable": add_task(catalog, name="no-gpu", resource_spec="gpu-one"),
         "stop": add_task(catalog, name="stop", algorithm="trains-until-stopped", parameters={}),
+        "start-fails": add_task(
+            catalog, name="start-fails", algorithm="cannot-start", parameters={}
+        ),
         "reattach": add_task(catalog, name="reattach", algorithm="trains-slowly", parameters={}),
         "concurrent-failure": add_task(
             catalog,

@@ -2,9 +2,11 @@
 the real KubernetesPodOperator and kubernetes client, against the loopback Kubernetes API
 emulator of ``tests.k8s_emulator`` (each container a process on this machine), and, opt-in
 (``-m k8s_real``), against a real cluster (the README's "The Kubernetes launcher"). Two-node
-tasks: success, a node that fails, an OOM kill, pods that cannot be scheduled, a user's stop,
-a node failing while the other trains, and a worker lost mid-run whose next try reattaches to
-the running pod. On the emulator, every call the runs made must be allowed by the launcher's RBAC
+tasks: success, a node that fails, an OOM kill, pods that cannot be scheduled, a user's stop of
+a training that ignores SIGTERM, a command that cannot start, a node failing while the other
+trains, and a worker lost mid-run whose next try reattaches to the running pod. The first line
+of each supplemental log says why, and the run's message carries the one of the node that
+ended the run. On the emulator, every call the runs made must be allowed by the launcher's RBAC
 Role (config/kubernetes/rbac.yaml), and every rule of the Role must have been used."""
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from tests.config.rbac import DISCOVERY_PATHS, allows, grants, launcher_role, re
 from tests.k8s_emulator import KubernetesEmulator
 
 NAMESPACE = "octotrain"
-SCENARIOS = ["demo", "node-fails", "oom", "unschedulable", "stop"]
+SCENARIOS = ["demo", "node-fails", "oom", "unschedulable", "stop", "start-fails"]
 NODES = ("distributed-0", "distributed-1")
 KUBERNETES_TOML = """\
 sync_interval_seconds = 0.5
@@ -202,6 +204,11 @@ def names(result: dict[str, Any], node: str) -> NodeLogNames:
     return NodeLogNames(task_id=result["task_id"], node_index=node)
 
 
+def reason(cluster: Cluster, result: dict[str, Any], node: str) -> str:
+    """The first line of the node's supplemental log: why it did not end normally."""
+    return stored(cluster, result, names(result, node).supplemental).splitlines()[0]
+
+
 def test_a_two_node_run_succeeds_with_its_logs_metrics_and_model(
     results: dict[str, dict[str, Any]], cluster: Cluster
 ) -> None:
@@ -247,8 +254,11 @@ def test_a_failing_node_fails_the_run_and_its_supplemental_log_says_why(
     assert failed["tasks"]["archive_model"] == "upstream_failed"
     assert failed["tasks"]["delete_service"] == "success"
     assert failed["run"]["state"] == "failed" and failed["run"]["model_version"] is None
-    culprit = stored(cluster, failed, names(failed, "distributed-0").supplemental)
-    assert "exit code 3: the training program exited with an error" in culprit
+    culprit = reason(cluster, failed, "distributed-0")
+    assert culprit == (
+        "node distributed-0 failed with exit code 3: the training program exited with an error"
+    )
+    assert failed["run"]["message"].startswith(culprit)
     assert "node distributed-0 starting" in stored(cluster, failed, names(failed, NODES[0]).train)
     if "distributed-1" in started_nodes(cluster, failed):  # its turn came first: it succeeded
         assert failed["tasks"]["launch[1]"] == "success"
@@ -258,9 +268,10 @@ def test_a_failing_node_fails_the_run_and_its_supplemental_log_says_why(
         )
     else:
         assert failed["tasks"]["launch[1]"] == "failed"
-        other = stored(cluster, failed, names(failed, "distributed-1").supplemental)
-        assert "node distributed-1 was stopped: node distributed-0 failed" in other
-        assert "(it was not started)" in other
+        other = reason(cluster, failed, "distributed-1")
+        assert other.startswith(
+            "node distributed-1 was not started because node distributed-0 failed"
+        )
     for node in NODES:
         for name in names(failed, node).always():
             stored(cluster, failed, name)  # every log file exists, if empty
@@ -273,9 +284,12 @@ def test_an_oom_kill_names_the_memory_limit(
     oom = results["oom"]
     assert oom["state"] == "failed" and oom["run"]["state"] == "failed"
     [first] = started_nodes(cluster, oom)
-    text = stored(cluster, oom, names(oom, first).supplemental)
-    assert "OOMKilled: the training used more than its memory limit of 1024 MiB" in text
-    assert "exit code 137" in text
+    first_line = reason(cluster, oom, first)
+    assert first_line.startswith(
+        f"node {first} ran out of memory: it used more than its memory limit of 1024 MiB and was "
+        "killed (OOMKilled, exit code 137)"
+    )
+    assert oom["run"]["message"].startswith(first_line)
     assert "allocating" in stored(cluster, oom, names(oom, first).train)
     assert cluster.pods_of(oom["task_id"]) == []
 
@@ -286,12 +300,14 @@ def test_pods_that_cannot_be_scheduled_quote_the_scheduler(
     pending = results["unschedulable"]
     assert pending["state"] == "failed" and pending["run"]["state"] == "failed"
     [first] = started_nodes(cluster, pending)
-    text = stored(cluster, pending, names(pending, first).supplemental)
-    assert f"the pod did not start within {cluster.startup_timeout}s" in text
-    assert "could not be scheduled (Unschedulable): 0/1 nodes are available: " in text
-    assert "Insufficient nvidia.com/gpu" in text
+    first_line = reason(cluster, pending, first)
+    assert first_line.startswith(
+        f"node {first} did not start within {cluster.startup_timeout}s: the pod could not be "
+        "scheduled (Unschedulable): 0/1 nodes are available: "
+    )
+    assert "Insufficient nvidia.com/gpu" in first_line
     [other] = [node for node in NODES if node != first]
-    assert "(it was not started)" in stored(cluster, pending, names(pending, other).supplemental)
+    assert reason(cluster, pending, other).startswith(f"node {other} was not started because")
     assert cluster.pods_of(pending["task_id"]) == []
 
 
@@ -302,15 +318,45 @@ def test_a_stopped_run_deletes_its_pods_keeps_its_logs_and_ends_stopped(
     assert stopped["run"]["state"] == "stopped", stopped
     assert stopped["tasks"]["launch[0]"] == stopped["tasks"]["launch[1]"] == "failed"
     assert stopped["tasks"]["delete_service"] == "success"
-    for node in NODES:
-        text = stored(cluster, stopped, names(stopped, node).supplemental)
-        assert f"node {node} was stopped: stopped by alice" in text
     [trained] = started_nodes(cluster, stopped)  # the other one's turn came after the stop
+    [other] = [node for node in NODES if node != trained]
+    # It ignores SIGTERM: its wrapper kills it after two thirds of the pod's grace period (3 s)
+    # and says so, leaving the sidecar the rest for its final upload.
+    killed = (
+        f"node {trained} was stopped by alice; it ignored SIGTERM and was killed after the "
+        "grace period of 2 s"
+    )
+    assert reason(cluster, stopped, trained) == killed
+    assert (
+        reason(cluster, stopped, other)
+        == f"node {other} was not started: the run was stopped by alice"
+    )
+    assert stopped["run"]["message"].startswith(f"node {trained} was stopped by alice") or (
+        stopped["run"]["message"].startswith(f"node {other} was not started: the run was stopped")
+    )  # no node ended the run: the message leads with the first node's line
     assert "epoch 0" in stored(cluster, stopped, names(stopped, trained).train)
     sidecar = stored(cluster, stopped, names(stopped, trained).sidecar)
-    assert "exit status none: stopped" in sidecar or "training ended" in sidecar
+    assert "training ended (exit status 137)" in sidecar
     assert "uploaded OUTPUT" in sidecar  # the sidecar's final upload, before its pod went
     assert cluster.pods_of(stopped["task_id"]) == []
+
+
+def test_a_command_that_cannot_start_says_why(
+    results: dict[str, dict[str, Any]], cluster: Cluster
+) -> None:
+    refused = results["start-fails"]
+    assert refused["state"] == "failed" and refused["run"]["state"] == "failed"
+    [first] = started_nodes(cluster, refused)
+    first_line = reason(cluster, refused, first)
+    assert first_line == (
+        f"node {first} failed to start because its command '/nonexistent/python3' could not be "
+        "run (No such file or directory)"
+    )
+    assert refused["run"]["message"].startswith(first_line)
+    assert "cannot start /nonexistent/python3" in stored(
+        cluster, refused, names(refused, first).train
+    )
+    assert cluster.pods_of(refused["task_id"]) == []
 
 
 def launch_in_background(cluster: Cluster, plan: Path, node: str, try_number: int) -> Any:
@@ -333,15 +379,16 @@ def test_a_node_failing_while_the_other_trains_stops_it(
     workers = {node: launch_in_background(cluster, plan, node, 1) for node in NODES}
     outputs = {node: worker.communicate(timeout=120)[0] for node, worker in workers.items()}
     assert all(worker.returncode != 0 for worker in workers.values()), outputs
-    assert "stopping node distributed-1: node distributed-0 failed" in outputs["distributed-1"]
+    stopping = "deleting the pod: node distributed-1 was stopped because node distributed-0 failed"
+    assert stopping in outputs["distributed-1"]
     collected = cluster.runner("collect", str(plan))
     assert results_of(collected) == [{"failed_nodes": list(NODES)}], collected.stderr[-4000:]
     run_key = json.loads(plan.read_text())["run_key"]
     result = {"task_id": task_id, "run": {"run_key": run_key}}
-    culprit = stored(cluster, result, names(result, "distributed-0").supplemental)
-    assert "exit code 3" in culprit
+    culprit = reason(cluster, result, "distributed-0")
+    assert culprit.startswith("node distributed-0 failed with exit code 3")
     other = stored(cluster, result, names(result, "distributed-1").supplemental)
-    assert "node distributed-1 was stopped: node distributed-0 failed" in other
+    assert other.startswith("node distributed-1 was stopped because node distributed-0 failed")
     assert "exit code 143: terminated by SIGTERM" in other  # stopped within its grace period
     assert "starting" in stored(cluster, result, names(result, "distributed-1").train)
     assert cluster.pods_of(task_id) == []

@@ -1,5 +1,5 @@
 """The supplemental log's words for each way a node's pod ends abnormally, read from pods and
-events in the Kubernetes API's shape."""
+events in the Kubernetes API's shape and the wrapper's report: its first line says why."""
 
 from __future__ import annotations
 
@@ -8,8 +8,15 @@ from typing import Any
 import pytest
 
 from octotrain.pod_diagnosis import NodeEnd, diagnose
+from octotrain.supplemental_log import SupplementalLog
 
 END = NodeEnd(node_index="distributed-1", memory_limit_mib=512, startup_timeout_seconds=120)
+
+
+def said(pod: dict[str, Any] | None, end: NodeEnd = END, events: Any = ()) -> SupplementalLog:
+    log = diagnose(pod, list(events), end)
+    assert log is not None
+    return log
 
 
 def pod(phase: str, **status: Any) -> dict[str, Any]:
@@ -36,79 +43,140 @@ def test_a_pod_that_succeeded_needs_no_supplemental_log() -> None:
 )
 def test_a_failed_training_names_its_exit_code_and_meaning(code: int, words: str) -> None:
     failed = pod("Failed", containerStatuses=[train({"terminated": {"exitCode": code}})])
-    text = diagnose(failed, [], END)
-    assert text is not None
-    assert text.startswith("abnormal end of node distributed-1\n") and words in text
+    assert said(failed).reason.startswith(f"node distributed-1 failed with {words}")
 
 
 def test_oom_names_the_limit_and_the_last_sampled_usage() -> None:
     killed = train({"terminated": {"exitCode": 137, "reason": "OOMKilled"}})
     end = NodeEnd(node_index="0", memory_limit_mib=512, last_memory_bytes=530 * 1024 * 1024)
-    text = diagnose(pod("Failed", containerStatuses=[killed]), [], end)
-    assert text is not None
-    assert "OOMKilled" in text and "memory limit of 512 MiB" in text
-    assert "the last sample used 530 MiB" in text and "exit code 137" in text
+    assert said(pod("Failed", containerStatuses=[killed]), end).reason == (
+        "node 0 ran out of memory: it used more than its memory limit of 512 MiB and was killed "
+        "(OOMKilled, exit code 137); the last sample used 530 MiB"
+    )
 
 
 def test_a_failed_init_container_points_at_the_init_log() -> None:
     stage = {"name": "stage", "state": {"terminated": {"exitCode": 3}}}
-    text = diagnose(pod("Failed", initContainerStatuses=[stage]), [], END)
-    assert text is not None
-    assert "data preparation (init container stage) failed with exit code 3" in text
+    assert said(pod("Failed", initContainerStatuses=[stage])).reason == (
+        "node distributed-1 did not start: data preparation (init container stage) failed with "
+        "exit code 3; see the init log"
+    )
+
+
+def test_a_failed_staging_says_why_from_the_init_log() -> None:
+    stage = {"name": "stage", "state": {"terminated": {"exitCode": 1}}}
+    init = "2025-01-01T00:00:00+0000 ERROR staging failed: the store is unreachable\n"
+    end = NodeEnd(node_index="distributed-1", memory_limit_mib=512, init_log=init)
+    assert said(pod("Failed", initContainerStatuses=[stage]), end).reason == (
+        "node distributed-1 did not start: staging failed because the store is unreachable"
+    )
+
+
+def test_a_container_the_runtime_cannot_start_says_why() -> None:
+    message = 'exec: "python3": executable file not found in $PATH: unknown'
+    refused = train({"terminated": {"exitCode": 128, "reason": "StartError", "message": message}})
+    assert said(pod("Failed", containerStatuses=[refused])).reason == (
+        f"node distributed-1 failed to start because the container runtime could not run it "
+        f"(StartError): {message}"
+    )
+
+
+def test_a_command_the_wrapper_cannot_run_says_why() -> None:
+    failed = pod("Failed", containerStatuses=[train({"terminated": {"exitCode": 127}})])
+    why = "its command '/opt/missing/python' could not be run (No such file or directory)"
+    end = NodeEnd(
+        node_index="distributed-1", memory_limit_mib=512,
+        exit_report={"exit_status": 127, "start_error": why},
+    )  # fmt: skip
+    assert said(failed, end).reason == f"node distributed-1 failed to start because {why}"
 
 
 def test_an_unschedulable_pod_quotes_the_scheduler() -> None:
     message = "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
     condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
     pending = pod("Pending", conditions=[condition | {"message": message}])
-    text = diagnose(pending, [], END)
-    assert text is not None
-    assert "did not start within 120s" in text
-    assert f"could not be scheduled (Unschedulable): {message}" in text
+    assert said(pending).reason == (
+        "node distributed-1 did not start within 120s: the pod could not be scheduled "
+        f"(Unschedulable): {message}"
+    )
 
 
 def test_a_failed_scheduling_event_is_used_when_the_pod_has_no_condition() -> None:
     events = [{"reason": "FailedScheduling", "message": "Insufficient cpu"}]
-    text = diagnose(pod("Pending"), events, END)
-    assert text is not None and "FailedScheduling: Insufficient cpu" in text
+    assert "FailedScheduling: Insufficient cpu" in said(pod("Pending"), events=events).reason
 
 
 def test_an_image_pull_failure_names_the_image() -> None:
     waiting = {"waiting": {"reason": "ImagePullBackOff", "message": "not found"}}
     pending = pod("Pending", containerStatuses=[train(waiting, image="registry/x:does-not-exist")])
-    text = diagnose(pending, [], END)
-    assert text is not None
-    assert "the image registry/x:does-not-exist of container base could not be pulled" in text
-    assert "(ImagePullBackOff): not found" in text
+    reason = said(pending).reason
+    assert "the image registry/x:does-not-exist of container base could not be pulled" in reason
+    assert "(ImagePullBackOff): not found" in reason
+
+
+def test_a_container_that_cannot_be_created_quotes_kubernetes() -> None:
+    waiting = {"waiting": {"reason": "CreateContainerConfigError", "message": "secret x not found"}}
+    pending = pod("Pending", containerStatuses=[train(waiting)])
+    assert said(pending).reason == (
+        "node distributed-1 did not start within 120s: the container base could not be created "
+        "(CreateContainerConfigError): secret x not found"
+    )
 
 
 def test_a_pull_failure_seen_only_in_events_is_reported() -> None:
     events = [{"reason": "Failed", "message": 'Failed to pull image "x": manifest unknown'}]
-    text = diagnose(pod("Pending"), events, END)
-    assert text is not None and "image pull failed: Failed to pull image" in text
+    assert "image pull failed: Failed to pull image" in said(pod("Pending"), events=events).reason
 
 
 def test_an_evicted_pod_quotes_kubernetes() -> None:
     evicted = pod("Failed", reason="Evicted", message="The node was low on resource: memory.")
-    text = diagnose(evicted, [], END)
-    assert text is not None
-    assert "evicted by Kubernetes: The node was low on resource: memory." in text
+    assert said(evicted).reason == (
+        "node distributed-1 was evicted by Kubernetes: The node was low on resource: memory."
+    )
 
 
 def test_a_stopped_node_says_why_and_how_it_ended() -> None:
     stopped = train({"terminated": {"exitCode": 143}})
-    end = NodeEnd(node_index="0", memory_limit_mib=512, stopped_because="stopped by alice")
-    text = diagnose(pod("Failed", containerStatuses=[stopped]), [], end)
-    assert text is not None
-    assert "node 0 was stopped: stopped by alice" in text
-    assert "exit code 143: terminated by SIGTERM" in text
+    end = NodeEnd(node_index="0", memory_limit_mib=512, stop_reason="node 0 was stopped by alice")
+    log = said(pod("Failed", containerStatuses=[stopped]), end)
+    assert log.reason == "node 0 was stopped by alice"
+    assert "exit code 143: terminated by SIGTERM" in log.render()
+
+
+def test_a_stopped_node_that_ignored_sigterm_says_it_was_killed_after_the_grace_period() -> None:
+    """Its pod is gone by then: the wrapper's report says what happened."""
+    end = NodeEnd(
+        node_index="0", memory_limit_mib=512, stop_reason="node 0 was stopped by alice",
+        exit_report={"exit_status": 137, "killed_after_grace_seconds": 2.0},
+    )  # fmt: skip
+    log = said(None, end)
+    assert log.reason == (
+        "node 0 was stopped by alice; it ignored SIGTERM and was killed after the grace period "
+        "of 2 s"
+    )
+    assert "OOM" not in log.render()
+
+
+def test_a_pod_that_is_gone_is_judged_by_the_wrapper_s_report() -> None:
+    end = NodeEnd(node_index="0", memory_limit_mib=512, exit_report={"exit_status": 3})
+    assert said(None, end).reason.startswith("node 0 failed with exit code 3")
 
 
 def test_a_pod_that_is_gone_is_said_to_be_gone() -> None:
-    text = diagnose(None, [], END)
-    assert text is not None and "its pod was never created or is gone" in text
+    assert said(None).reason == (
+        "node distributed-1 ended without a trace: its pod was never created or is gone"
+    )
 
 
 def test_a_failed_phase_without_statuses_still_says_something() -> None:
-    text = diagnose(pod("Failed", message="DeadlineExceeded"), [], END)
-    assert text is not None and "the pod ended in phase Failed: DeadlineExceeded" in text
+    assert said(pod("Failed", message="DeadlineExceeded")).reason == (
+        "node distributed-1 ended abnormally: its pod ended in phase Failed: DeadlineExceeded"
+    )
+
+
+def test_a_failed_pod_whose_training_succeeded_still_says_something() -> None:
+    done = train({"terminated": {"exitCode": 0}})
+    failed = pod("Failed", containerStatuses=[done], message="the sidecar failed")
+    assert said(failed).reason == (
+        "node distributed-1 ended abnormally: its pod ended in phase Failed: the sidecar failed"
+    )

@@ -127,6 +127,10 @@ def test_resources_user_priority_scheduling_and_mounts(rule_session: Session) ->
         "/octotrain/work/upload-done"
     )
     assert spec["restartPolicy"] == "Never"
+    # The wrapper kills a training that ignores SIGTERM before the pod's grace period is over,
+    # so that it can say so and the sidecar can still upload OUTPUT.
+    wrapper_grace = float(base["command"][base["command"].index("--stop-grace-seconds") + 1])
+    assert 1 <= wrapper_grace < spec["terminationGracePeriodSeconds"]
 
 
 def test_a_cpu_task_runs_as_its_uid_with_a_normal_priority(rule_session: Session) -> None:
