@@ -129,6 +129,7 @@ def confine_node(
     *,
     name: str,
     memory_mib: int,
+    gpu_count: int,
     uid: int,
     container_user: str,
     command: list[str],
@@ -140,13 +141,17 @@ def confine_node(
 ) -> Confinement:
     """Decide (and prepare: the cgroup, the folders' owner) how node ``name`` runs here."""
     confinement = Confinement(memory_limit_mib=memory_mib)
-    _limit_memory(confinement, name, memory_mib, cgroup_parent)
+    _limit_memory(confinement, name, memory_mib, gpu_count, cgroup_parent)
     _choose_user(confinement, uid, container_user, command, path, code_dir, agent_dir, folders)
     return confinement
 
 
 def _limit_memory(
-    confinement: Confinement, name: str, memory_mib: int, cgroup_parent: Path | None
+    confinement: Confinement,
+    name: str,
+    memory_mib: int,
+    gpu_count: int,
+    cgroup_parent: Path | None,
 ) -> None:
     if memory_mib <= 0:
         confinement.notes.append("the resource spec sets no memory limit: none is applied")
@@ -154,6 +159,13 @@ def _limit_memory(
     try:
         cgroup = MemoryCgroup.create(name, memory_mib * MIB, parent=cgroup_parent)
     except CgroupUnavailable as error:
+        if gpu_count > 0:
+            confinement.notes.append(
+                f"no memory limit is applied: no memory cgroup could be made ({error}), and "
+                "RLIMIT_AS would break CUDA, which reserves address space far beyond the memory "
+                "it uses"
+            )
+            return
         confinement.address_space_limit = memory_mib * MIB
         confinement.notes.append(
             f"memory limit {memory_mib} MiB applied as RLIMIT_AS (address space), as no memory "

@@ -115,6 +115,7 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
         confinement = confine_node(
             name=f"octotrain-{plan.task_id}-{plan.run_key}-{self.node_index}",
             memory_mib=plan.resources.memory_mib,
+            gpu_count=plan.resources.gpu_count,
             uid=plan.run_as_uid,
             container_user=plan.container_user,
             command=command,

@@ -44,6 +44,7 @@ def confine(folders: NodeFolders, **changes: object) -> Confinement:
     arguments: dict[str, object] = {
         "name": f"octotrain-test-{uuid.uuid4().hex[:8]}",
         "memory_mib": 0,
+        "gpu_count": 0,
         "uid": 1000,
         "container_user": "",
         "command": [SHELL, "-c", "true"],
@@ -156,3 +157,16 @@ def test_ma_user_has_no_uid_locally_and_the_init_log_says_so(tmp_path: Path) -> 
     confinement = confine(node_folders(tmp_path), container_user="ma-user")
     assert confinement.uid is None
     assert "locally ma-user has no uid" in confinement.notes[-1]
+
+
+def test_a_gpu_node_without_a_cgroup_gets_no_address_space_limit(tmp_path: Path) -> None:
+    """CUDA reserves address space far beyond the memory it uses: RLIMIT_AS would break it."""
+    not_a_cgroup = tmp_path / "not-a-cgroup"
+    not_a_cgroup.mkdir()
+    confinement = confine(
+        node_folders(tmp_path), memory_mib=4096, gpu_count=1, uid=os.geteuid(),
+        cgroup_parent=not_a_cgroup,
+    )  # fmt: skip
+    assert confinement.memory_cgroup is None and confinement.address_space_limit is None
+    assert "no memory limit is applied" in confinement.notes[0]
+    assert "RLIMIT_AS would break CUDA" in confinement.notes[0]
