@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from cli.output import JsonOption, reported, show
+from cli.run_option import RUN_HELP, run_named
 from cli.session import catalog_session, cli_scope
 from hooks.log_search import search
 from hooks.run_logs import LogFile, RunLogs, run_logs_of
@@ -25,7 +26,7 @@ FOLLOW_OPENS_WITH_LINES = 200  # as a view of a running task opens at its end
 
 def task_logs(
     task_id: Annotated[int, typer.Argument(help="The training task ID.")],
-    run: Annotated[str | None, typer.Option(help="Airflow run id (default: latest).")] = None,
+    run: Annotated[str | None, typer.Option(help=f"{RUN_HELP} (default: the latest).")] = None,
     node: Annotated[str | None, typer.Option(help="single-0, distributed-N, …")] = None,
     kind: Annotated[str, typer.Option(help="train, init, sidecar or supplemental.")] = "train",
     lines: Annotated[
@@ -63,14 +64,21 @@ def task_logs(
                 _follow(logs, log, end, task_id, chosen.id)
 
 
-def _chosen_run(task_id: int, airflow_run_id: str | None) -> Run:
+def _chosen_run(task_id: int, reference: str | None) -> Run:
+    """The run ``--run`` names, or the latest one."""
     with catalog_session() as session:
         runs = Tasks(session, cli_scope()).runs(task_id)
-        chosen = next(
-            (r for r in reversed(runs) if airflow_run_id in (None, r.airflow_run_id)), None
-        )
-        if chosen is None or not chosen.plan:
-            raise NotFound(f"training task {task_id} has no run {airflow_run_id or ''}".rstrip())
+        if reference is not None:
+            chosen = run_named(runs, reference, task_id=task_id)
+        elif runs:
+            chosen = runs[-1]
+        else:
+            raise NotFound(f"training task {task_id} has no run yet")
+        if not chosen.plan:
+            raise NotFound(
+                f"run {chosen.airflow_run_id} of training task {task_id} has no log files yet "
+                "(it has not started)"
+            )
         session.expunge(chosen)
         return chosen
 

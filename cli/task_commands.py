@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from cli.output import FileOption, JsonOption, load_document, reported, show, show_list
+from cli.run_option import RUN_HELP, run_named
 from cli.session import catalog_session, cli_scope
 from hooks.airflow_rest import TERMINAL_RUN_STATES, AirflowApiError, AirflowRestClient, wait_until
 from hooks.run_stops import request_stop
@@ -22,7 +23,8 @@ tasks_app = typer.Typer(help="Training tasks.", no_args_is_help=True)
 TaskId = Annotated[int, typer.Argument(help="The training task ID.")]
 TASK_COLUMNS = ["id", "project", "name", "node_count", "priority", "resource_spec", "algorithm",
                 "model_repository", "last_run"]  # fmt: skip
-RUN_COLUMNS = ["airflow_run_id", "state", "node_count", "started_at", "ended_at", "model_version"]
+RUN_COLUMNS = ["id", "airflow_run_id", "state", "node_count", "started_at", "ended_at",
+               "model_version"]  # fmt: skip
 
 
 @tasks_app.command("create", help="Create a task from a YAML or JSON document.")
@@ -164,11 +166,13 @@ def parse_conf(text: str) -> dict[str, object]:
 @tasks_app.command("stop", help="Stop a run: every node stops, its logs are kept.")
 def stop_task_run(
     task_id: TaskId,
-    run: Annotated[str | None, typer.Option(help="Airflow run id (default: the active).")] = None,
+    run: Annotated[str | None, typer.Option(help=f"{RUN_HELP} (default: the active).")] = None,
     as_json: JsonOption = False,
 ) -> None:
     with reported(as_json=as_json), catalog_session() as session:
-        chosen = Tasks(session, cli_scope()).run_to_stop(task_id, airflow_run_id=run)
+        tasks = Tasks(session, cli_scope())
+        named = None if run is None else run_named(tasks.runs(task_id), run, task_id=task_id)
+        chosen = tasks.run_to_stop(task_id, run_id=None if named is None else named.id)
         flag = request_stop(chosen, by=cli_scope().username)
         show({"task_id": task_id, "run_id": chosen.airflow_run_id, "stopping": flag.text()},
              as_json=as_json)  # fmt: skip
