@@ -90,7 +90,9 @@ class NamedObjects(Generic[RowT]):
         new_name = getattr(parsed, "name", row.name)
         if new_name != row.name:
             self._refuse_if_referenced(row, action="renamed")
-        for column, value in self.columns(parsed).items():
+        columns = self.columns(parsed)
+        self.refuse_breaking_change(row, columns)
+        for column, value in columns.items():
             setattr(row, column, value)
         self.session.flush()
         return row
@@ -108,6 +110,10 @@ class NamedObjects(Generic[RowT]):
 
     def referrers(self, references: References, row: RowT) -> list[str]:
         raise NotImplementedError
+
+    def refuse_breaking_change(self, row: RowT, columns: dict[str, Any]) -> None:
+        """Raise ``StillReferenced`` when giving ``row`` these (valid) column values would
+        break what refers to it; nothing does by default."""
 
     def before_delete(self, row: RowT) -> None:
         """Remove what the row owns (versions and their objects); nothing by default."""
@@ -150,6 +156,16 @@ class ResourceSpecs(NamedObjects[ResourceSpec]):
 
     def referrers(self, references: References, row: ResourceSpec) -> list[str]:
         return references.to_resource_spec(row.name)
+
+    def refuse_breaking_change(self, row: ResourceSpec, columns: dict[str, Any]) -> None:
+        """A saved task's node count must stay within the spec's ``max_nodes``."""
+        limit = columns["max_nodes"]
+        references = References(self.session, row.project)
+        over = references.needing_more_nodes(limit, resource_spec=row.name)
+        if over:
+            raise StillReferenced(
+                f"resource spec '{row.name}' cannot have max_nodes {limit}: it", over
+            )
 
 
 class Algorithms(NamedObjects[Algorithm]):

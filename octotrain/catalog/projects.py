@@ -21,6 +21,7 @@ from octotrain.catalog.models import (
     TrainingTask,
 )
 from octotrain.catalog.named_objects import current_document
+from octotrain.catalog.references import References
 from octotrain.documents import judge_document, parse_document
 from octotrain.errors import FieldProblem, InvalidInput, NotFound, StillReferenced
 
@@ -67,6 +68,11 @@ class Projects:
             raise InvalidInput.one("name", "a project cannot be renamed")
         merged = current_document(ProjectDocument, project) | changes
         parsed = parse_document(ProjectDocument, merged)
+        over = References(self.session, project).needing_more_nodes(parsed.max_nodes)
+        if over:
+            raise StillReferenced(
+                f"project '{name}' cannot have max_nodes {parsed.max_nodes}: it", over
+            )
         project.description = parsed.description
         project.max_nodes = parsed.max_nodes
         self.session.flush()

@@ -45,6 +45,21 @@ class References:
     def to_resource_spec(self, name: str) -> list[str]:
         return self.tasks(lambda spec: spec.get("resource_spec") == name)
 
+    def needing_more_nodes(self, limit: int, *, resource_spec: str | None = None) -> list[str]:
+        """The tasks (of ``resource_spec``, or of the whole project) saved with more nodes
+        than ``limit``, each with its node count: a lower ``max_nodes`` would break them."""
+        counts = self.session.execute(
+            select(TrainingTask.name, TrainingTask.spec)
+            .where(TrainingTask.project_id == self.project.id)
+            .order_by(TrainingTask.name)
+        )
+        return [
+            f"task '{name}' ({nodes} nodes)"
+            for name, spec in counts
+            if (nodes := int(spec.get("node_count", 1))) > limit
+            and resource_spec in (None, spec.get("resource_spec"))
+        ]
+
     def to_algorithm(self, name: str) -> list[str]:
         return self.tasks(lambda spec: spec.get("algorithm") == name)
 

@@ -109,3 +109,13 @@ def test_an_import_judges_file_names_as_the_rest_api_does(cli: Cli, tmp_path: Pa
     version = cli.json("dataset", "version", "import", "house-prices", "v2", "--from", folder,
                        "-p", "demo")  # fmt: skip
     assert version["file_count"] == 2
+
+
+def test_lowering_max_nodes_below_a_saved_task_is_refused_with_the_tasks(cli: Cli) -> None:
+    lower = cli.write("lower.yaml", "max_nodes: 1\n")
+    refused = cli("resource-spec", "update", "cpu-small", "-f", lower, "-p", "demo")
+    assert refused.exit_code == 1
+    assert "cannot have max_nodes 1: it is still referenced by task '演示-房价回归' (2 nodes)" in (
+        refused.stderr
+    )
+    assert cli.json("resource-spec", "show", "cpu-small", "-p", "demo")["max_nodes"] > 1

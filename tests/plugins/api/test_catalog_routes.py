@@ -64,6 +64,16 @@ def test_deleting_what_is_in_use_answers_409_with_the_referrers(api: Api) -> Non
     assert response.json()["referrers"] == ["task '演示-房价回归'"]
 
 
+def test_lowering_max_nodes_below_a_saved_task_answers_409_with_the_tasks(api: Api) -> None:
+    alice = api.as_user("alice")
+    for url in (f"{BASE}/resource-specs/cpu-small", BASE):
+        response = api.client.patch(url, json={"max_nodes": 1}, headers=alice)
+        assert response.status_code == 409, response.text
+        assert "task '演示-房价回归' (2 nodes)" in response.json()["referrers"]
+        assert "cannot have max_nodes 1" in response.json()["detail"]
+        assert api.client.get(url, headers=alice).json()["max_nodes"] > 1
+
+
 def test_a_dataset_version_is_uploaded_published_and_deleted(api: Api) -> None:
     alice = api.as_user("alice")
     created = api.client.post(
