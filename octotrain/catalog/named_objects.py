@@ -3,7 +3,8 @@ project: resource specs, algorithms, datasets and model repositories.
 
 A change is merged into the object's current document and the result is judged by the same
 rules as a new object. Deleting or renaming an object that a task or a model version still
-refers to is refused with the referrers' names.
+refers to is refused with the referrers' names, and so is lowering a resource spec's
+``max_nodes`` below a task's node count.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Who still refers to a catalog object, by name, so that deleting (or renaming) it can be
-refused with the names of what would break.
+"""Who still refers to a catalog object, by name, so that deleting it, renaming it or lowering
+its ``max_nodes`` below a task's node count can be refused with the names of what would break.
 
 Training tasks name what they use in their document (so that a reference that has disappeared
 is reported by name when the task runs); model versions point to the dataset versions and
