@@ -41,8 +41,11 @@ def check_query(query: SearchQuery) -> None:
     """Refuse a regular expression grep cannot compile, naming grep's reason."""
     if not query.regex:
         return
+    # Run as plain "grep" (the binary's path given apart, as everywhere here): grep starts
+    # its messages with that name, and the server's path to it is no business of the user's.
     done = subprocess.run(
-        [grep_binary(), "-P", "-e", query.text],
+        ["grep", "-P", "-e", query.text],
+        executable=grep_binary(),
         stdin=subprocess.DEVNULL,
         capture_output=True,
         env=_environment(query),
@@ -75,7 +78,7 @@ def _search_file(
     logs: RunLogs, log: LogFile, query: SearchQuery, start: SearchCursor, limit: int
 ) -> tuple[list[SearchHit], SearchCursor | None]:
     command = [
-        grep_binary(),
+        "grep",
         "--binary-files=text",
         "--line-number",
         "--byte-offset",
@@ -111,8 +114,8 @@ def _run(
     """Run grep on ``source`` (a file positioned at ``start``) or on ``chunks`` piped to it."""
     stdin = source if source is not None else subprocess.PIPE
     with subprocess.Popen(
-        command, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env=_environment(query),
+        command, executable=grep_binary(), stdin=stdin, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, env=_environment(query),
     ) as process:  # fmt: skip
         feeder = None
         if chunks is not None:
