@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from hooks.node_cache import NodeCache
 from hooks.object_store import default_object_store
 from hooks.pod_node import NodeSync, stage_pod_node
 from octotrain.settings import get_settings
@@ -66,9 +67,18 @@ def sync(
     done_file: Annotated[
         Path, typer.Option(help="Written once the final upload is done (the wrapper waits).")
     ] = Path("/octotrain/work/upload-done"),
+    cache: Annotated[
+        Path | None,
+        typer.Option(help="The node cache folder: the node's pins are released at its end."),
+    ] = None,
 ) -> None:
     sidecar = NodeSync(
-        default_object_store(), prefix=prefix, task_id=_task_of(prefix), node_index=node, work=work
+        default_object_store(),
+        prefix=prefix,
+        task_id=_task_of(prefix),
+        node_index=node,
+        work=work,
+        cache=NodeCache(cache, max_bytes=0) if cache is not None else None,
     )
     raise typer.Exit(
         sidecar.run(every=every, exit_file=exit_file, ready_file=ready_file, done_file=done_file)

@@ -52,6 +52,12 @@ def _stamped(log: Path) -> Callable[[str], None]:
     return note
 
 
+def pod_cache_holder(prefix: str, node_index: str) -> str:
+    """Who pins a pod's inputs in the machine's node cache: the stage container pins them,
+    the sidecar releases them once the training has ended."""
+    return f"{prefix}-{node_index}".replace("/", "-")
+
+
 def stage_pod_node(
     store: ObjectStore,
     *,
@@ -87,7 +93,7 @@ def stage_pod_node(
             StageTarget(folders.model, models, whole=len(models) == 1),
         ]
         cache = NodeCache(cache_dir, max_bytes=cache_max_bytes)
-        stage_node(store, cache, targets, note, holder=f"{prefix}-{node_index}".replace("/", "-"))
+        stage_node(store, cache, targets, note, holder=pod_cache_holder(prefix, node_index))
         note(f"data preparation finished for node {node_index}")
     except Exception as error:
         note(f"ERROR staging failed: {error}")
@@ -100,9 +106,17 @@ class NodeSync:
     """The sidecar: the node's files in the object store, a few seconds behind at most."""
 
     def __init__(
-        self, store: ObjectStore, *, prefix: str, task_id: int, node_index: str, work: Path
+        self,
+        store: ObjectStore,
+        *,
+        prefix: str,
+        task_id: int,
+        node_index: str,
+        work: Path,
+        cache: NodeCache | None = None,
     ) -> None:
         self.store, self.prefix, self.node_index, self.work = store, prefix, node_index, work
+        self.cache = cache
         self.sent: dict[str, tuple[int, int]] = {}
         self.names = NodeLogNames(task_id=task_id, node_index=node_index)
         self.note = _stamped(work / "logs" / self.names.sidecar)
@@ -169,6 +183,7 @@ class NodeSync:
                 self.note(f"sync failed ({failures} in a row): {error}")
         self._final_upload(exit_file)
         done_file.write_text("uploaded\n")
+        self._release_inputs()
         stopping.wait()
         self.sync()
         return 0
@@ -182,6 +197,15 @@ class NodeSync:
         self.note(f"uploaded OUTPUT: {count} files")
         write_text(self.store, f"{self.prefix}/exits/{self.node_index}.json", json.dumps(report))
         self.sync()
+
+    def _release_inputs(self) -> None:
+        """The training has ended: its inputs in the machine's node cache may be evicted."""
+        if self.cache is None:
+            return
+        try:
+            self.cache.unpin(pod_cache_holder(self.prefix, self.node_index))
+        except OSError as error:  # kept: the pins go stale in time
+            self.note(f"could not release the node cache's pins: {error}")
 
 
 def _exit_report(exit_file: Path) -> dict[str, Any]:

@@ -181,11 +181,15 @@ def node_pod(plan: RunPlan, node_index: str, settings: PodSettings) -> dict[str,
                         "octotrain", "node", "sync", "--prefix", prefix, "--node", node_index,
                         "--work", WORK_DIR, "--every", str(config.sync_interval_seconds),
                         "--exit-file", EXIT_FILE, "--ready-file", SYNC_READY_FILE,
-                        "--done-file", UPLOAD_DONE_FILE,
+                        "--done-file", UPLOAD_DONE_FILE, "--cache", CACHE_DIR,
                     ],
                     **store,
                     "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
-                    "volumeMounts": [{"name": "octotrain-work", "mountPath": WORK_DIR}],
+                    "volumeMounts": [
+                        {"name": "octotrain-work", "mountPath": WORK_DIR},
+                        # to release the node's pins in the machine's cache at its end
+                        {"name": "octotrain-cache", "mountPath": CACHE_DIR},
+                    ],
                 },
             ],
             "containers": [

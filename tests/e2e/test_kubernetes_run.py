@@ -31,6 +31,7 @@ from kubernetes.client import CoreV1Api
 from kubernetes.client.exceptions import ApiException
 
 from hooks.object_store import object_store_from_url
+from hooks.pod_node import pod_cache_holder
 from octotrain.contracts import NodeLogNames
 from octotrain.settings import REPO_ROOT
 from octotrain.storage import ObjectStore
@@ -234,6 +235,12 @@ def test_a_two_node_run_succeeds_with_its_logs_metrics_and_model(
     assert len(cluster.created_for(demo["task_id"])) == 2  # one pod per node, no duplicate
     assert cluster.pods_of(demo["task_id"]) == []  # deleted once their logs were safe
     assert cluster.services() == []  # the teardown deleted the Service
+    if cluster.emulator is not None:  # the node cache is a folder of this machine
+        run = pod_cache_holder(f"runs/{demo['task_id']}/{demo['run']['run_key']}", "")
+        pinned = list((cluster.root / "node-cache" / ".pins").iterdir())
+        assert pinned  # the stage containers pinned their inputs here (one folder per input)
+        pins = [pin.name for folder in pinned for pin in folder.iterdir()]
+        assert [pin for pin in pins if pin.startswith(run)] == []  # the sidecars released them
 
 
 def started_nodes(cluster: Cluster, result: dict[str, Any]) -> list[str]:

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from hooks.local_store import LocalFolderStore
-from hooks.pod_node import NodeSync, stage_plan, stage_pod_node
+from hooks.node_cache import NodeCache
+from hooks.pod_node import NodeSync, pod_cache_holder, stage_plan, stage_pod_node
 from hooks.run_files import read_json, read_text, write_text
 from octotrain.manifests import content_digest
 from tests.hooks.test_node_cache import put_version
@@ -140,7 +141,11 @@ def test_the_final_upload_follows_the_exit_status_and_the_sidecar_waits_to_be_st
     (work / "output" / "ckpt" / "model.pt").write_bytes(b"weights")
     exit_file, done_file = work / "exit-code", work / "upload-done"
     exit_file.write_text('{"exit_status": 137, "killed_after_grace_seconds": 2.0}')
-    sidecar = NodeSync(store, prefix=PREFIX, task_id=7, node_index="distributed-0", work=work)
+    cache = NodeCache(tmp_path / "cache", max_bytes=GIB)
+    cache.pin("a" * 64, pod_cache_holder(PREFIX, "distributed-0"))  # as the stage container did
+    cache.pin("a" * 64, pod_cache_holder(PREFIX, "distributed-1"))  # another pod on the machine
+    sidecar = NodeSync(store, prefix=PREFIX, task_id=7, node_index="distributed-0", work=work,
+                       cache=cache)  # fmt: skip
     stopper = sigterm_once(done_file.exists)  # the wrapper sees it and the container ends
     ready = work / "sync-ready"
     assert sidecar.run(every=0.01, exit_file=exit_file, ready_file=ready, done_file=done_file) == 0
@@ -156,6 +161,9 @@ def test_the_final_upload_follows_the_exit_status_and_the_sidecar_waits_to_be_st
     sidecar_log = read_text(store, f"{PREFIX}/logs/train-7-distributed-0-sidecar.log")
     assert "training ended (exit status 137)" in sidecar_log
     assert "uploaded OUTPUT: 1 files" in sidecar_log
+    # the node's inputs may be evicted from the machine's cache now; the other node's stay
+    pins = [pin.name for pin in (tmp_path / "cache" / ".pins" / ("a" * 64)).iterdir()]
+    assert pins == [pod_cache_holder(PREFIX, "distributed-1")]
 
 
 @pytest.mark.usefixtures("restored_sigterm")
