@@ -7,9 +7,10 @@ PORT ?= 8080
 run: sync ## install from the lock file, start Airflow, run the 2-node demo, keep Airflow up
 	$(UV) run octotrain up --port $(PORT)
 
-test: sync ## lint and run the whole test suite (SQLite and PostgreSQL)
+test: sync ## lint, check the layering (DESIGN.md), run the whole test suite (SQLite and PostgreSQL)
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
+	$(UV) run lint-imports
 	$(UV) run pytest
 
 bench: sync ## the benchmarks of bench/, each printing ratios to a baseline of the same run
