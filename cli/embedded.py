@@ -15,17 +15,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import select
-
 from cli.airflow_env import ADMIN_USER, admin_password, airflow_environment, airflow_home
 from cli.demo import seed_demo
 from hooks.airflow_rest import TERMINAL_RUN_STATES, AirflowApiError, AirflowRestClient
 from hooks.catalog import CatalogHook
 from hooks.object_store import object_store_from_url
 from octotrain.catalog.backfill import backfill_manifests
-from octotrain.catalog.models import Run
 from octotrain.contracts import dag_id_for
 from octotrain.run_layout import RunLayout
+from octotrain.run_lifecycle import find_run
 from octotrain.settings import Settings
 
 
@@ -138,9 +136,7 @@ def _print_summary(
 ) -> None:
     catalog = CatalogHook(settings.catalog_url)
     with catalog.session() as session:
-        run = session.scalars(
-            select(Run).where(Run.task_id == task_id, Run.airflow_run_id == run_id)
-        ).one_or_none()
+        run = find_run(session, task_id, run_id)
         version = run.model_version if run else None
         plan = run.plan if run else {}
         echo("")

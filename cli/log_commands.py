@@ -18,7 +18,8 @@ from octotrain.contracts import LOG_KINDS, NodeLogNames
 from octotrain.errors import NotFound
 from octotrain.log_search import SearchCursor, SearchQuery
 from octotrain.log_text import MAX_PAGE_LINES, page_after, tail
-from octotrain.tasks import ACTIVE_RUN_STATES, Tasks
+from octotrain.run_lifecycle import ACTIVE_RUN_STATES
+from octotrain.tasks import Tasks
 
 FOLLOW_EVERY_SECONDS = 1.0
 FOLLOW_OPENS_WITH_LINES = 200  # as a view of a running task opens at its end

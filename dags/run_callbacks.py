@@ -9,15 +9,12 @@ a run active for ever, and its task could not be deleted.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import update
-
 from hooks.catalog import default_catalog
-from octotrain.catalog.models import Run, RunState
+from octotrain.catalog.models import RunState
 from octotrain.contracts import task_id_from_dag_id
-from octotrain.tasks import ACTIVE_RUN_STATES
+from octotrain.run_lifecycle import end_run
 
 
 def end_catalog_run_failed(context: Any) -> None:
@@ -26,16 +23,10 @@ def end_catalog_run_failed(context: Any) -> None:
     dag_run = context["dag_run"]
     reason = context.get("reason") or "a task failed"
     with default_catalog().session() as session:
-        session.execute(
-            update(Run)
-            .where(
-                Run.task_id == task_id_from_dag_id(dag_run.dag_id),
-                Run.airflow_run_id == dag_run.run_id,
-                Run.state.in_(ACTIVE_RUN_STATES),
-            )
-            .values(
-                state=RunState.FAILED,
-                message=f"Airflow ended the run failed: {reason}",
-                ended_at=datetime.now(UTC),
-            )
+        end_run(
+            session,
+            task_id=task_id_from_dag_id(dag_run.dag_id),
+            airflow_run_id=dag_run.run_id,
+            state=RunState.FAILED,
+            reason=f"Airflow ended the run failed: {reason}",
         )

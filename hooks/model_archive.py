@@ -36,13 +36,13 @@ from octotrain.catalog.models import (
     ModelVersionInput,
     ModelVersionSource,
     ModelVersionStatus,
-    Run,
     RunState,
 )
 from octotrain.manifests import Manifest, manifest_of
 from octotrain.planning import RunPlan
 from octotrain.pods import run_prefix
 from octotrain.run_layout import model_run_prefix
+from octotrain.run_lifecycle import end_run
 from octotrain.storage import ObjectStore, ObjectStoreError
 
 log = logging.getLogger(__name__)
@@ -202,11 +202,12 @@ def _commit(
                     version.record(manifest)
                     session.add(version)
                     session.flush()
-                run = session.get(Run, plan.catalog_run_id)
-                if run is not None:
-                    run.state = RunState.SUCCESS
-                    run.model_version_id = version.id
-                    run.ended_at = datetime.now(UTC)
+                end_run(
+                    session,
+                    run_id=plan.catalog_run_id,
+                    state=RunState.SUCCESS,
+                    model_version_id=version.id,
+                )
                 return version
         except IntegrityError:
             continue  # another archive or import of this repository took the number first

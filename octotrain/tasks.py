@@ -10,12 +10,11 @@ from sqlalchemy.orm import Session
 
 from octotrain.catalog.access import Scope
 from octotrain.catalog.documents import TaskCopyDocument
-from octotrain.catalog.models import Project, Run, RunState, TrainingTask
+from octotrain.catalog.models import Project, Run, TrainingTask
 from octotrain.documents import parse_document
 from octotrain.errors import Conflict, InvalidInput, NotFound
+from octotrain.run_lifecycle import ACTIVE_RUN_STATES
 from octotrain.task_rules import ResolvedTask, check_task
-
-ACTIVE_RUN_STATES = (RunState.QUEUED, RunState.RUNNING)
 
 
 class Tasks:
@@ -103,31 +102,6 @@ class Tasks:
 
     def runs(self, task_id: int) -> list[Run]:
         return list(self.get(task_id).runs)
-
-    def record_run(
-        self, task: TrainingTask, airflow_run_id: str, *, triggered_by: str, node_count: int
-    ) -> Run:
-        """The run a trigger just started, queued until ``validate`` takes it over (the same
-        row, found by its Airflow run id); a retried trigger finds the row it made, also when
-        the retry races the first try (the row's unique key decides, in a savepoint)."""
-        query = select(Run).where(Run.task_id == task.id, Run.airflow_run_id == airflow_run_id)
-        found = self.session.scalars(query).one_or_none()
-        if found is not None:
-            return found
-        run = Run(
-            task_id=task.id,
-            airflow_run_id=airflow_run_id,
-            state=RunState.QUEUED,
-            triggered_by=triggered_by,
-            trigger="manual",
-            node_count=node_count,
-        )
-        try:
-            with self.session.begin_nested():
-                self.session.add(run)
-        except IntegrityError:
-            return self.session.scalars(query).one()
-        return run
 
     def run(self, task_id: int, run_id: int) -> Run:
         """One run of a task of the user's projects."""

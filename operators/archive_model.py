@@ -11,13 +11,11 @@ uploaded them.
 from __future__ import annotations
 
 import tempfile
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowFailException
-from sqlalchemy import update
 
 from hooks.catalog import CatalogHook, default_catalog
 from hooks.hashing_io import file_checksum
@@ -33,9 +31,9 @@ from octotrain.metrics import final_values
 from octotrain.planning import RunPlan
 from octotrain.pods import run_prefix
 from octotrain.run_layout import RunLayout
+from octotrain.run_lifecycle import end_run
 from octotrain.settings import get_settings
 from octotrain.storage import ObjectStore, ObjectStoreError
-from octotrain.tasks import ACTIVE_RUN_STATES
 from operators.training_stage import TrainingStageOperator
 
 
@@ -69,11 +67,7 @@ def _record_failure(catalog: CatalogHook, plan: RunPlan, message: str) -> None:
     """The run ends here (nothing runs after this stage): the catalog must say it failed, or
     it stays active for ever (shown running, the task not deletable)."""
     with catalog.session() as session:
-        session.execute(
-            update(Run)
-            .where(Run.id == plan.catalog_run_id, Run.state.in_(ACTIVE_RUN_STATES))
-            .values(state=RunState.FAILED, message=message, ended_at=datetime.now(UTC))
-        )
+        end_run(session, run_id=plan.catalog_run_id, state=RunState.FAILED, reason=message)
 
 
 def _archive_from_run_folder(

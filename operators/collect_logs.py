@@ -11,17 +11,15 @@ launch task lost with its worker) gets its supplemental log here, so that every 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from airflow.sdk import Context
-from sqlalchemy import update
 
 from hooks.catalog import default_catalog
 from hooks.local_process import RunAbortMarker
 from hooks.node_cache import NodeCache
 from hooks.object_store import default_object_store, upload_folder
-from octotrain.catalog.models import Run, RunState
+from octotrain.catalog.models import RunState
 from octotrain.run_layout import RunLayout
+from octotrain.run_lifecycle import end_run
 from octotrain.settings import get_settings
 from octotrain.supplemental_log import NodeEnding, first_line, run_message
 from operators.node_endings import record_ending
@@ -55,14 +53,11 @@ class CollectLogsOperator(TrainingStageOperator):
         if failed:
             flag = RunAbortMarker(layout.run_dir).flag()
             with default_catalog().session() as session:
-                session.execute(
-                    update(Run)
-                    .where(Run.id == plan.catalog_run_id)
-                    .values(
-                        state=RunState.STOPPED if flag and flag.stopped else RunState.FAILED,
-                        message=run_message(reasons, culprit=flag.node if flag else None),
-                        ended_at=datetime.now(UTC),
-                    )
+                end_run(
+                    session,
+                    run_id=plan.catalog_run_id,
+                    state=RunState.STOPPED if flag and flag.stopped else RunState.FAILED,
+                    reason=run_message(reasons, culprit=flag.node if flag else None),
                 )
         settings = get_settings()
         NodeCache(settings.node_cache_dir, max_bytes=0).unpin(layout.cache_holder(""))

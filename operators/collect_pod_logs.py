@@ -11,23 +11,22 @@ kept by ``launch`` for this.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from airflow.sdk import Context
-from sqlalchemy import update
 
 from hooks.catalog import default_catalog
 from hooks.kubernetes_runs import KubernetesRuns
 from hooks.object_store import default_object_store
 from hooks.run_abort import StoreAbortMarker
 from hooks.run_files import last_memory_sample, read_json, read_text, write_text
-from octotrain.catalog.models import Run, RunState
+from octotrain.catalog.models import RunState
 from octotrain.contracts import NodeLogNames
 from octotrain.kubernetes_config import kubernetes_config
 from octotrain.planning import RunPlan
 from octotrain.pod_diagnosis import NodeEnd, diagnose
 from octotrain.pods import LABEL_NODE, LABEL_RUN, run_label, run_prefix
+from octotrain.run_lifecycle import end_run
 from octotrain.settings import get_settings
 from octotrain.storage import ObjectStore
 from octotrain.supplemental_log import SupplementalLog, run_message
@@ -100,11 +99,7 @@ class CollectPodLogsOperator(TrainingStageOperator):
     def _record(self, plan: RunPlan, message: str, *, stopped: bool) -> None:
         state = RunState.STOPPED if stopped else RunState.FAILED
         with default_catalog().session() as session:
-            session.execute(
-                update(Run)
-                .where(Run.id == plan.catalog_run_id)
-                .values(state=state, message=message, ended_at=datetime.now(UTC))
-            )
+            end_run(session, run_id=plan.catalog_run_id, state=state, reason=message)
 
 
 def _ensure_logs(store: ObjectStore, prefix: str, names: NodeLogNames) -> None:

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowFailException
-from sqlalchemy import select
 
 from hooks.catalog import default_catalog
 from hooks.local_process import free_port
-from octotrain.catalog.models import Run, RunState, TrainingTask
+from octotrain.catalog.models import TrainingTask
 from octotrain.errors import InvalidInput
 from octotrain.kubernetes_config import kubernetes_config
 from octotrain.mount_volumes import mount_volumes
 from octotrain.planning import RunPlan, build_run_plan
 from octotrain.pods import master_address
+from octotrain.run_lifecycle import record_validated
 from octotrain.settings import get_settings
 from operators.training_stage import PLAN_XCOM_KEY, TrainingStageOperator
 
@@ -93,20 +91,16 @@ class ValidateTaskOperator(TrainingStageOperator):
                 error = None
             except InvalidInput as problem:
                 plan, error = None, problem
-            run = session.scalars(
-                select(Run).where(Run.task_id == task.id, Run.airflow_run_id == run_id)
-            ).one_or_none()
-            if run is None:
-                run = Run(task_id=task.id, airflow_run_id=run_id, triggered_by=triggered_by)
-                session.add(run)
-            run.trigger = run_type
-            run.node_count = plan.world_size if plan else int(task.spec.get("node_count", 1))
-            run.state = RunState.FAILED if error else RunState.RUNNING
-            run.message = f"validation failed: {error}" if error else ""
-            run.ended_at = datetime.now(UTC) if error else None
-            run.plan = plan.shown() if plan else {}
-            session.flush()
-            run_row_id = run.id
+            run_row_id = record_validated(
+                session,
+                task.id,
+                run_id,
+                triggered_by=triggered_by,
+                trigger=run_type,
+                node_count=plan.world_size if plan else int(task.spec.get("node_count", 1)),
+                plan=plan.shown() if plan else {},
+                refused=str(error) if error else None,
+            ).id
         if error is not None:
             raise AirflowFailException(
                 f"training task '{task.name}' cannot run: "

@@ -31,7 +31,8 @@ from octotrain.log_text import (
     page_before,
     tail,
 )
-from octotrain.tasks import ACTIVE_RUN_STATES, Tasks
+from octotrain.run_lifecycle import ACTIVE_RUN_STATES
+from octotrain.tasks import Tasks
 from plugins.api.auth import CurrentScope
 from plugins.api.task_routes import RunId, TaskId
 

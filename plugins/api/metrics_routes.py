@@ -25,7 +25,8 @@ from hooks.catalog import default_catalog
 from hooks.run_metrics import RunMetrics, metrics_of
 from octotrain.errors import FieldProblem
 from octotrain.metrics_series import DEFAULT_POINTS, ChartColumns, peak_preserving_indices
-from octotrain.tasks import ACTIVE_RUN_STATES, Tasks
+from octotrain.run_lifecycle import ACTIVE_RUN_STATES
+from octotrain.tasks import Tasks
 from plugins.api.auth import CurrentScope
 from plugins.api.task_routes import RunId, TaskId
 

@@ -24,6 +24,7 @@ from octotrain.catalog.views import RunView, TaskView
 from octotrain.contracts import dag_id_for
 from octotrain.errors import InvalidInput, InvalidTrigger
 from octotrain.planning import resolve_run
+from octotrain.run_lifecycle import record_triggered
 from octotrain.task_spec import MAX_VERSION_NUMBER, TaskSpec
 from octotrain.tasks import Tasks
 from plugins.api.auth import CurrentScope
@@ -194,8 +195,9 @@ def start_run(
             request_id=wanted.request_id,
             from_ui="referer" in request.headers,
         )
-        run = tasks.record_run(
-            task,
+        run = record_triggered(
+            session,
+            task.id,
             triggered.dag_run_id,
             triggered_by=scope.username,
             node_count=resolved.spec.node_count,

@@ -18,19 +18,19 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi import Path as PathParameter
 from fastapi.responses import FileResponse, HTMLResponse
 from pydantic import BeforeValidator
-from sqlalchemy import select
 
 from hooks.catalog import default_catalog
 from octotrain.catalog.access import Scope
 from octotrain.catalog.last_run_status import LastRunStatus, last_run_status
-from octotrain.catalog.models import Run, RunState
+from octotrain.catalog.models import RunState
 from octotrain.catalog.projects import Projects
 from octotrain.catalog.views import RunView, TaskView
 from octotrain.contracts import dag_id_for, task_id_from_dag_id
 from octotrain.errors import NotFound
+from octotrain.run_lifecycle import ACTIVE_RUN_STATES, find_run
 from octotrain.task_choices import task_form_choices
 from octotrain.task_spec import MAX_VERSION_NUMBER
-from octotrain.tasks import ACTIVE_RUN_STATES, Tasks
+from octotrain.tasks import Tasks
 from plugins.api.auth import CurrentScope
 
 HERE = Path(__file__).parent
@@ -70,9 +70,7 @@ def _run_page(
         raise NotFound(f"{dag_id} is not the DAG of a training task") from None
     with default_catalog().session() as session:
         task = Tasks(session, scope).get(task_id)
-        run = session.scalars(
-            select(Run).where(Run.task_id == task.id, Run.airflow_run_id == run_id)
-        ).first()
+        run = find_run(session, task.id, run_id)
         if run is None:
             raise NotFound(f"training task '{task.name}' has no run {run_id}")
         page = _templates.get_template(template).render(

@@ -1,0 +1,131 @@
+"""A run's life in the catalog, owned here and nowhere else.
+
+A run is ``queued`` when it is triggered (Octotrain's API records it before Airflow starts it),
+``running`` once ``validate`` has resolved its plan, and then ends once: ``success`` with its
+model version, ``failed`` or ``stopped``. An ended run always has its end time, and unless it
+succeeded, the reason in words. The stages, the DAG's failure callback, the API, the pages and
+the command line all go through these functions: none can leave a run ended without a time or
+a reason, and the first end wins (a run a stage ended is not ended again by the callback).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from octotrain.catalog.models import Run, RunState
+
+ACTIVE_RUN_STATES = (RunState.QUEUED, RunState.RUNNING)
+ENDED_RUN_STATES = (RunState.SUCCESS, RunState.FAILED, RunState.STOPPED)
+
+
+def find_run(session: Session, task_id: int, airflow_run_id: str) -> Run | None:
+    """The catalog's run of task ``task_id`` that Airflow calls ``airflow_run_id``."""
+    return session.scalars(
+        select(Run).where(Run.task_id == task_id, Run.airflow_run_id == airflow_run_id)
+    ).one_or_none()
+
+
+def record_triggered(
+    session: Session, task_id: int, airflow_run_id: str, *, triggered_by: str, node_count: int
+) -> Run:
+    """The run a trigger just started, queued until ``validate`` takes it over (the same row,
+    found by its Airflow run id); a retried trigger finds the row it made, also when the retry
+    races the first try (the row's unique key decides, in a savepoint)."""
+    found = find_run(session, task_id, airflow_run_id)
+    if found is not None:
+        return found
+    run = Run(
+        task_id=task_id,
+        airflow_run_id=airflow_run_id,
+        state=RunState.QUEUED,
+        triggered_by=triggered_by,
+        trigger="manual",
+        node_count=node_count,
+    )
+    try:
+        with session.begin_nested():
+            session.add(run)
+    except IntegrityError:
+        found = find_run(session, task_id, airflow_run_id)
+        assert found is not None
+        return found
+    return run
+
+
+def record_validated(
+    session: Session,
+    task_id: int,
+    airflow_run_id: str,
+    *,
+    triggered_by: str,
+    trigger: str,
+    node_count: int,
+    plan: dict[str, Any],
+    refused: str | None,
+) -> Run:
+    """``validate`` has judged the run: it runs with ``plan``, or, ``refused`` (the broken
+    rules in words), it has ended failed."""
+    run = find_run(session, task_id, airflow_run_id)
+    if run is None:
+        run = Run(task_id=task_id, airflow_run_id=airflow_run_id, triggered_by=triggered_by)
+        session.add(run)
+    run.trigger = trigger
+    run.node_count = node_count
+    run.plan = plan
+    if refused is None:
+        run.state, run.message, run.ended_at = RunState.RUNNING, "", None
+    else:
+        run.state = RunState.FAILED
+        run.message = f"validation failed: {refused}"
+        run.ended_at = datetime.now(UTC)
+    session.flush()
+    return run
+
+
+def end_run(
+    session: Session,
+    run: Run | None = None,
+    *,
+    run_id: int | None = None,
+    task_id: int | None = None,
+    airflow_run_id: str | None = None,
+    state: RunState,
+    reason: str = "",
+    model_version_id: int | None = None,
+) -> bool:
+    """End a run that is still active, named by ``run``, by its catalog ``run_id``, or by
+    ``task_id`` and ``airflow_run_id``; False when it had already ended (the first end stays).
+
+    A failed or stopped run needs its ``reason``; a successful one its model version.
+    """
+    if state not in ENDED_RUN_STATES:
+        raise ValueError(f"a run ends success, failed or stopped, not {state}")
+    if state != RunState.SUCCESS and not reason:
+        raise ValueError(f"a run that ends {state} needs the reason")
+    if state == RunState.SUCCESS and model_version_id is None:
+        raise ValueError("a run that ends success names its model version")
+    if run is not None:
+        condition = Run.id == run.id
+    elif run_id is not None:
+        condition = Run.id == run_id
+    elif task_id is not None and airflow_run_id is not None:
+        condition = (Run.task_id == task_id) & (Run.airflow_run_id == airflow_run_id)
+    else:
+        raise ValueError("name the run: itself, its run_id, or its task_id and airflow_run_id")
+    ended = session.execute(
+        update(Run)
+        .where(condition, Run.state.in_(ACTIVE_RUN_STATES))
+        .values(
+            state=state,
+            message=reason,
+            ended_at=datetime.now(UTC),
+            model_version_id=model_version_id,
+        )
+        .execution_options(synchronize_session="fetch")
+    )
+    return bool(ended.rowcount)
