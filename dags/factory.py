@@ -36,6 +36,7 @@ from octotrain.contracts import dag_id_for, task_id_from_dag_id
 from octotrain.run_settings import run_node_limit
 from octotrain.schedules import CRON_PRESETS
 from octotrain.settings import get_settings
+from octotrain.task_spec import TaskSpec
 from operators.archive_model import ArchiveModelOperator
 from operators.collect_logs import CollectLogsOperator
 from operators.launch_local import LaunchLocalNodeOperator
@@ -50,12 +51,12 @@ ARCHIVE_RETRIES = 2
 ARCHIVE_RETRY_DELAY = timedelta(seconds=10)
 
 
-def task_schedule(spec: dict[str, Any], project_name: str) -> Any:
+def task_schedule(spec: TaskSpec, project_name: str) -> Any:
     """The DAG's schedule: none (runs are triggered), the task's cron schedule (UTC), any of its
     retraining datasets' Assets, or either of the two."""
-    cron = spec.get("schedule")
+    cron = spec.schedule
     timetable = CronTriggerTimetable(CRON_PRESETS.get(cron, cron), timezone="UTC") if cron else None
-    names = spec.get("retrain_on", [])
+    names = spec.retrain_on
     assets = AssetAny(*(dataset_asset(project_name, name) for name in names)) if names else None
     if timetable is not None and assets is not None:
         return AssetOrTimeSchedule(timetable=timetable, assets=assets)
@@ -71,7 +72,7 @@ def build_task_dag(
 ) -> DAG:
     """The DAG that runs training task ``task`` with the configured launcher; ``algorithm`` and
     ``resource_spec`` (the task's, when they still exist) give the trigger form its fields."""
-    spec: dict[str, Any] = task.spec
+    spec = task.document
     on_kubernetes = get_settings().launcher == "kubernetes"
     with DAG(
         dag_id=dag_id_for(task.id),
@@ -90,7 +91,7 @@ def build_task_dag(
         default_args={
             "training_task_id": task.id,
             "retries": 0,
-            "priority_weight": PRIORITY_WEIGHT_OFFSET + int(spec.get("priority", 0)),
+            "priority_weight": PRIORITY_WEIGHT_OFFSET + spec.priority,
             "weight_rule": WeightRule.ABSOLUTE,
         },
         doc_md=f"Training task **{task.name}** (ID {task.id}) of project {project_name}.",
@@ -169,8 +170,8 @@ def build_all_dags(
                 dag_id_for(task.id): build_task_dag(
                     task,
                     project,
-                    algorithm=algorithms.get((task.project_id, task.spec.get("algorithm"))),
-                    resource_spec=specs.get((task.project_id, task.spec.get("resource_spec"))),
+                    algorithm=algorithms.get((task.project_id, task.document.algorithm)),
+                    resource_spec=specs.get((task.project_id, task.document.resource_spec)),
                 )
                 for task, project in rows
             }

@@ -47,11 +47,11 @@ def run_params(
 ) -> dict[str, Param]:
     """The DAG's Params for ``task``; the algorithm's only when it still exists (otherwise
     ``validate`` fails the run naming it)."""
-    document = task.spec
+    document = task.document
     max_nodes = run_node_limit(task.project, spec)
     params = {
         "node_count": Param(
-            int(document.get("node_count", 1)),
+            document.node_count,
             type=["integer", "null"],
             minimum=1,
             maximum=max(max_nodes, 1),
@@ -60,7 +60,7 @@ def run_params(
             section=RUN_SECTION,
         ),
         "priority": Param(
-            int(document.get("priority", 0)),
+            document.priority,
             type=["integer", "null"],
             minimum=PRIORITY_RANGE[0],
             maximum=PRIORITY_RANGE[1],
@@ -71,12 +71,12 @@ def run_params(
     }
     if algorithm is None:
         return params
-    saved = document.get("parameters", {})
+    saved = document.parameters
     for declaration in algorithm.parameters:
         name = declaration["name"]
         params[name] = algorithm_param(declaration, saved.get(name, declaration.get("default")))
     params["env"] = Param(
-        {name: str(value) for name, value in algorithm.env.items()} | document.get("env", {}),
+        {name: str(value) for name, value in algorithm.env.items()} | dict(document.env),
         type=["object", "null"],
         properties={name: {"type": "string", **text_value_schema()} for name in algorithm.env},
         additionalProperties=False,
@@ -84,9 +84,9 @@ def run_params(
         description="The algorithm's variables for this run (others are refused)",
         section=RUN_SECTION,
     )
-    if document.get("training_kind") == "incremental":
+    if document.training_kind == "incremental":
         params["input_models"] = Param(
-            document.get("input_models", []),
+            [ref.model_dump() for ref in document.input_models],
             type=["array", "null"],
             minItems=1,
             maxItems=MAX_INPUT_MODELS,

@@ -8,6 +8,7 @@ which applies both, so that every entry point checks a task the same way.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import AfterValidator, Field, StrictInt, StrictStr, model_validator
@@ -112,3 +113,19 @@ class TaskSpec(Document):
     def stored(self) -> dict[str, Any]:
         """The document as the catalog keeps it (JSON, without empty optional parts)."""
         return self.model_dump(mode="json", exclude_none=True)
+
+
+def saved_task_spec(document: Mapping[str, Any]) -> TaskSpec:
+    """A saved task's document, typed, without judging it again.
+
+    It was judged when it was saved, and ``validate`` judges it again (against the catalog as
+    it is then) when it runs; a rule made stricter since must not make an old task unreadable
+    where it is only shown, listed or turned into a DAG. Absent fields take their defaults.
+    """
+    fields: dict[str, Any] = {
+        name: document[name] for name in TaskSpec.model_fields if name in document
+    }
+    for name, model in (("data_inputs", DataRef), ("mounts", DataRef),
+                        ("input_models", ModelVersionRef)):  # fmt: skip
+        fields[name] = [model.model_construct(**ref) for ref in document.get(name, [])]
+    return TaskSpec.model_construct(**fields)

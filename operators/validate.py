@@ -97,7 +97,7 @@ class ValidateTaskOperator(TrainingStageOperator):
                 run_id,
                 triggered_by=triggered_by,
                 trigger=run_type,
-                node_count=plan.world_size if plan else int(task.spec.get("node_count", 1)),
+                node_count=plan.world_size if plan else task.document.node_count,
                 plan=plan.shown() if plan else {},
                 refused=str(error) if error else None,
             ).id

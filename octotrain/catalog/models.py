@@ -29,6 +29,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from octotrain.manifests import content_digest, total_size
+from octotrain.task_spec import TaskSpec, saved_task_spec
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -395,6 +396,11 @@ class TrainingTask(Base):
         cascade="all, delete-orphan",
         passive_deletes=True,
     )
+
+    @property
+    def document(self) -> TaskSpec:
+        """``spec`` typed: the one reading of a saved task (``saved_task_spec``)."""
+        return saved_task_spec(self.spec)
 
 
 class Run(Base):

@@ -23,8 +23,9 @@ from octotrain.catalog.models import (
     Project,
     TrainingTask,
 )
+from octotrain.task_spec import DataRef, TaskSpec, saved_task_spec
 
-TaskTest = Callable[[dict[str, Any]], bool]
+TaskTest = Callable[[TaskSpec], bool]
 
 
 class References:
@@ -40,10 +41,10 @@ class References:
             .where(TrainingTask.project_id == self.project.id)
             .order_by(TrainingTask.name)
         )
-        return [f"task '{name}'" for name, spec in documents if test(spec)]
+        return [f"task '{name}'" for name, spec in documents if test(saved_task_spec(spec))]
 
     def to_resource_spec(self, name: str) -> list[str]:
-        return self.tasks(lambda spec: spec.get("resource_spec") == name)
+        return self.tasks(lambda spec: spec.resource_spec == name)
 
     def needing_more_nodes(self, limit: int, *, resource_spec: str | None = None) -> list[str]:
         """The tasks (of ``resource_spec``, or of the whole project) saved with more nodes
@@ -55,16 +56,16 @@ class References:
         )
         return [
             f"task '{name}' ({nodes} nodes)"
-            for name, spec in counts
-            if (nodes := int(spec.get("node_count", 1))) > limit
-            and resource_spec in (None, spec.get("resource_spec"))
+            for name, document in counts
+            if (nodes := (spec := saved_task_spec(document)).node_count) > limit
+            and resource_spec in (None, spec.resource_spec)
         ]
 
     def to_algorithm(self, name: str) -> list[str]:
-        return self.tasks(lambda spec: spec.get("algorithm") == name)
+        return self.tasks(lambda spec: spec.algorithm == name)
 
     def to_dataset(self, name: str, versions: Iterable[DatasetVersion]) -> list[str]:
-        by_tasks = self.tasks(lambda spec: any(ref.get("dataset") == name for ref in _data(spec)))
+        by_tasks = self.tasks(lambda spec: any(ref.dataset == name for ref in _data(spec)))
         return by_tasks + [
             referrer for version in versions for referrer in self._to_version_rows(version)
         ]
@@ -72,9 +73,7 @@ class References:
     def to_dataset_version(self, version: DatasetVersion) -> list[str]:
         dataset, number = version.dataset.name, version.version
         by_tasks = self.tasks(
-            lambda spec: any(
-                (ref.get("dataset"), ref.get("version")) == (dataset, number) for ref in _data(spec)
-            )
+            lambda spec: any((ref.dataset, ref.version) == (dataset, number) for ref in _data(spec))
         )
         return by_tasks + self._to_version_rows(version)
 
@@ -88,16 +87,14 @@ class References:
         return [f"data cache '{name}'" for name in caches] + made
 
     def to_cache(self, name: str) -> list[str]:
-        return self.tasks(
-            lambda spec: any(ref.get("cache") == name for ref in spec.get("data_inputs", []))
-        )
+        return self.tasks(lambda spec: any(ref.cache == name for ref in spec.data_inputs))
 
     def to_repository(self, repository: ModelRepository) -> list[str]:
         name = repository.name
         by_tasks = self.tasks(
             lambda spec: (
-                spec.get("model_repository") == name
-                or any(ref.get("repository") == name for ref in spec.get("input_models", []))
+                spec.model_repository == name
+                or any(ref.repository == name for ref in spec.input_models)
             )
         )
         inside = {version.id for version in repository.versions}
@@ -115,8 +112,8 @@ class References:
         by_tasks = (
             self.tasks(
                 lambda spec: any(
-                    (ref.get("repository"), ref.get("version")) == (repository, number)
-                    for ref in spec.get("input_models", [])
+                    (ref.repository, ref.version) == (repository, number)
+                    for ref in spec.input_models
                 )
             )
             if tasks
@@ -139,5 +136,5 @@ class References:
         return [f"model version '{name}' {number}" for name, number in rows]
 
 
-def _data(spec: dict[str, Any]) -> list[dict[str, Any]]:
-    return [*spec.get("data_inputs", []), *spec.get("mounts", [])]
+def _data(spec: TaskSpec) -> list[DataRef]:
+    return [*spec.data_inputs, *spec.mounts]

@@ -313,23 +313,23 @@ class TaskView(View):
 
     @classmethod
     def of(cls, row: TrainingTask) -> TaskView:
-        spec = row.spec
+        spec = row.document
         return cls(
             id=row.id,
             project=row.project.name,
             name=row.name,
             description=row.description,
             dag_id=dag_id_for(row.id),
-            node_count=int(spec.get("node_count", 1)),
-            priority=int(spec.get("priority", 0)),
-            resource_spec=str(spec.get("resource_spec", "")),
-            algorithm=str(spec.get("algorithm", "")),
-            model_repository=str(spec.get("model_repository", "")),
-            container_user=row.container_user or str(spec.get("run_as_uid", 1000)),
-            schedule=spec.get("schedule"),
-            next_scheduled_run=next_fire(spec["schedule"]) if spec.get("schedule") else None,
-            retrain_on=list(spec.get("retrain_on", [])),
-            document=spec,
+            node_count=spec.node_count,
+            priority=spec.priority,
+            resource_spec=spec.resource_spec,
+            algorithm=spec.algorithm,
+            model_repository=spec.model_repository,
+            container_user=row.container_user or str(spec.run_as_uid),
+            schedule=spec.schedule,
+            next_scheduled_run=next_fire(spec.schedule) if spec.schedule else None,
+            retrain_on=list(spec.retrain_on),
+            document=row.spec,
             created_at=as_utc(row.created_at),
             updated_at=as_utc(row.updated_at),
             last_run=RunView.of(row.runs[-1]) if row.runs else None,

@@ -57,3 +57,22 @@ def test_the_stored_document_leaves_out_absent_parts() -> None:
     stored = spec.stored()
     assert stored["data_inputs"] == [{"cache": "c"}]
     assert parse_document(TaskSpec, stored) == spec
+
+
+def test_a_saved_task_is_read_typed_without_being_judged_again() -> None:
+    """A rule made stricter since it was saved (here: no tab in a variable's value) must not
+    make an old task unreadable where it is only shown or turned into a DAG."""
+    from octotrain.task_spec import saved_task_spec
+
+    saved = saved_task_spec(
+        VALID
+        | {
+            "env": {"SEP": "a\tb"},
+            "data_inputs": [{"dataset": "d", "version": "v1"}, {"cache": "c"}],
+            "input_models": [{"repository": "m", "version": 2}],
+        }
+    )
+    assert (saved.node_count, saved.priority, saved.run_as_uid) == (1, 0, 1000)  # defaults
+    assert saved.env == {"SEP": "a\tb"} and saved.schedule is None and saved.retrain_on == []
+    assert [ref.label for ref in saved.data_inputs] == ["d_v1", "c"]
+    assert saved.input_models[0].label == "m_2"
