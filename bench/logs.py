@@ -164,8 +164,8 @@ def raw_baselines(url: str, size: int) -> None:
     """What the S3 server itself costs: one 64 KiB ranged GET at the end of the big object, and
     one of the small object, and reading the whole big object, with boto3 alone."""
     client = s3_client(url)
-    big = f"o/{LAYOUT.object_prefix}/logs/{NAME}"
-    small = f"o/{RunLayout(LAYOUT.runs_dir, 2, LAYOUT.run_key).object_prefix}/logs/" + (
+    big = f"o/{LAYOUT.objects.log(NAME)}"
+    small = f"o/{RunLayout(LAYOUT.runs_dir, 2, LAYOUT.run_key).objects.logs}/" + (
         NodeLogNames(2, NODE).train
     )
 
@@ -188,9 +188,9 @@ def run_backend(backend: str, size: int, root: Path, source: Path, small: Path) 
         else:
             spec = f"local:{root / 'objects'}"
         store = open_store(spec, root)
-        store.put_file(f"{LAYOUT.object_prefix}/logs/{NAME}", source)
+        store.put_file(LAYOUT.objects.log(NAME), source)
         small_layout = RunLayout(LAYOUT.runs_dir, 2, LAYOUT.run_key)
-        store.put_file(f"{small_layout.object_prefix}/logs/{NodeLogNames(2, NODE).train}", small)
+        store.put_file(small_layout.objects.log(NodeLogNames(2, NODE).train), small)
         logs = RunLogs(LAYOUT, store, [NODE])
         small_logs = RunLogs(small_layout, store, [NODE])
         small_logs.file = lambda name: RunLogs.file(small_logs, NodeLogNames(2, NODE).train)  # type: ignore[method-assign]

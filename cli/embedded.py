@@ -154,7 +154,7 @@ def _print_summary(
                 for name in [*names.always(), names.supplemental]:
                     path = layout.log_path(name)
                     echo(f"  {path}" + ("" if path.exists() else "  (not written)"))
-            echo(f"  collected in the object store under {layout.object_prefix}/logs/")
+            echo(f"  collected in the object store under {layout.objects.logs}/")
         if version is not None:
             echo(
                 f"model version archived: {version.repository.name} v{version.version} "

@@ -40,7 +40,6 @@ from octotrain.catalog.models import (
 )
 from octotrain.manifests import Manifest, manifest_of
 from octotrain.planning import RunPlan
-from octotrain.pods import run_prefix
 from octotrain.run_layout import model_run_prefix
 from octotrain.run_lifecycle import end_run
 from octotrain.storage import ObjectStore, ObjectStoreError
@@ -82,7 +81,7 @@ def stored_outputs(store: ObjectStore, plan: RunPlan) -> dict[str, dict[str, Any
     nodes are one; different content under one path is an error naming it."""
     merged: dict[str, dict[str, Any]] = {}
     for node_index in plan.node_indices:
-        manifest = read_json(store, f"{run_prefix(plan)}/outputs/{node_index}.json") or {}
+        manifest = read_json(store, plan.objects.output_manifest(node_index)) or {}
         for relative, entry in manifest.items():
             earlier = merged.get(relative)
             if earlier is None:
@@ -110,7 +109,7 @@ def archive_stored_outputs(
         return archived
     try:
         for node_index in sorted({entry["node"] for entry in outputs.values()}):
-            store.copy_prefix(f"{run_prefix(plan)}/output/{node_index}", prefix)
+            store.copy_prefix(plan.objects.output(node_index), prefix)
         manifest = {
             relative: {"size": entry["size"], "blake3": entry["blake3"]}
             for relative, entry in sorted(outputs.items())

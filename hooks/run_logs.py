@@ -68,7 +68,7 @@ class RunLogs:
         self.layout = layout
         self.store = store
         self.nodes = nodes
-        self.prefix = f"{layout.object_prefix}/logs"
+        self.prefix = layout.objects.logs
         self._kinds = {
             name: (node, kind)
             for node in nodes

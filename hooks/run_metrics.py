@@ -88,7 +88,7 @@ class RunMetrics:
 
     def resources(self, node: str) -> ResourceSamples:
         self.check_node(node)
-        data = self._read(f"{self.layout.object_prefix}/resources/{node}.jsonl",
+        data = self._read(self.layout.objects.resources(node),
                           self.layout.resources_path(node)) or b""  # fmt: skip
         samples = ResourceSamples()
         for row in data.split(b"\n"):
@@ -100,7 +100,7 @@ class RunMetrics:
         return self.layout.node_folders(node).metrics
 
     def _metrics_key(self, node: str, name: str) -> str:
-        return f"{self.layout.object_prefix}/metrics/{node}/{name}"
+        return f"{self.layout.objects.metrics(node)}/{name}"
 
     def _read(self, key: str, local: Path) -> bytes | None:
         if local.is_file():

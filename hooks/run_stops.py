@@ -21,7 +21,7 @@ def request_stop(run: Run, *, by: str) -> AbortFlag:
     settings = get_settings()
     layout = RunLayout(settings.runs_dir, run.task_id, run_key(run.airflow_run_id))
     marker: RunAbortMarker | StoreAbortMarker = (
-        StoreAbortMarker(default_object_store(), layout.object_prefix)
+        StoreAbortMarker(default_object_store(), layout.objects.prefix)
         if settings.launcher == "kubernetes"
         else RunAbortMarker(layout.run_dir)
     )

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from octotrain.catalog.access import Scope
 from octotrain.catalog.models import Dataset, DatasetVersion, DatasetVersionStatus, TrainingTask
 from octotrain.contracts import node_indices
+from octotrain.run_layout import RunObjects
 from octotrain.run_settings import with_run_settings
 from octotrain.secrets import masked
 from octotrain.task_rules import ResolvedTask, StagedInput, check_task
@@ -76,6 +77,11 @@ class RunPlan(BaseModel):
     @property
     def world_size(self) -> int:
         return len(self.node_indices)
+
+    @property
+    def objects(self) -> RunObjects:
+        """Where the run's files are in the object store."""
+        return RunObjects(self.task_id, self.run_key)
 
     def shown(self) -> dict[str, Any]:
         """The plan as the catalog keeps it for people: secrets masked (the running stages

@@ -86,8 +86,8 @@ def master_address(plan: RunPlan, namespace: str) -> str:
 
 
 def run_prefix(plan: RunPlan) -> str:
-    """Where the run's files are in the object store (logs, metrics, outputs, stage plan)."""
-    return f"runs/{plan.task_id}/{plan.run_key}"
+    """Where the run's files are in the object store (``RunObjects``)."""
+    return plan.objects.prefix
 
 
 def pod_labels(plan: RunPlan, node_index: str) -> dict[str, str]:
@@ -162,7 +162,7 @@ def node_pod(plan: RunPlan, node_index: str, settings: PodSettings) -> dict[str,
                     "name": STAGE_CONTAINER,
                     "image": settings.octotrain_image,
                     "command": [
-                        "octotrain", "node", "stage", "--plan", f"{prefix}/stage.json",
+                        "octotrain", "node", "stage", "--plan", plan.objects.stage_plan,
                         "--node", node_index, "--work", WORK_DIR, "--cache", CACHE_DIR,
                         "--agent", AGENT_DIR,
                     ],

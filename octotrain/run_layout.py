@@ -9,10 +9,21 @@ Local folder of a run (``<runs_dir>/<task id>/<run key>/``)::
     outcomes/<node index>.json  how each node ended, written by its launch
     ABORT                       raised when one node fails: every other node stops
 
-Object store: ``runs/<task id>/<run key>/logs/…``, ``…/metrics/<node index>/…`` and
-``…/resources/<node index>.jsonl``; model
-versions under ``models/<project>/<repository>/``: ``runs/<run key>/`` archived by a run,
-``<n>/`` imported.
+In the object store (``RunObjects``, spelled here only)::
+
+    runs/<task id>/<run key>/
+        stage.json              the stage plan the pods' init containers read (Kubernetes)
+        logs/<file>             the product's log files of every node
+        metrics/<node index>/   each node's METRICS
+        resources/<node>.jsonl  each node's resource samples
+        output/<node index>/    each node's OUTPUT, as its pod's sidecar uploaded it
+        outputs/<node>.json     that upload's manifest
+        exits/<node>.json       how the node's training ended (its wrapper's report)
+        stops/<node>.json       why the node was stopped
+        ABORT.json              the run's abort flag (Kubernetes)
+
+Model versions are under ``models/<project>/<repository>/``: ``runs/<run key>/`` archived by
+a run, ``<n>/`` imported.
 """
 
 from __future__ import annotations
@@ -23,6 +34,51 @@ from pathlib import Path
 from typing import Any
 
 from octotrain.contracts import NodeFolders, NodeLogNames
+
+
+@dataclass(frozen=True)
+class RunObjects:
+    """Where one run's files are in the object store."""
+
+    task_id: int
+    run_key: str
+
+    @property
+    def prefix(self) -> str:
+        return f"runs/{self.task_id}/{self.run_key}"
+
+    @property
+    def stage_plan(self) -> str:
+        return f"{self.prefix}/stage.json"
+
+    @property
+    def logs(self) -> str:
+        return f"{self.prefix}/logs"
+
+    def log(self, name: str) -> str:
+        return f"{self.logs}/{name}"
+
+    def metrics(self, node_index: str) -> str:
+        return f"{self.prefix}/metrics/{node_index}"
+
+    def resources(self, node_index: str) -> str:
+        return f"{self.prefix}/resources/{node_index}.jsonl"
+
+    def output(self, node_index: str) -> str:
+        return f"{self.prefix}/output/{node_index}"
+
+    def output_manifest(self, node_index: str) -> str:
+        return f"{self.prefix}/outputs/{node_index}.json"
+
+    def exit_report(self, node_index: str) -> str:
+        return f"{self.prefix}/exits/{node_index}.json"
+
+    def stop_record(self, node_index: str) -> str:
+        return f"{self.prefix}/stops/{node_index}.json"
+
+    @property
+    def abort_flag(self) -> str:
+        return f"{self.prefix}/ABORT.json"
 
 
 @dataclass(frozen=True)
@@ -66,8 +122,8 @@ class RunLayout:
         return f"{self.task_id}-{self.run_key}-{node_index}"
 
     @property
-    def object_prefix(self) -> str:
-        return f"runs/{self.task_id}/{self.run_key}"
+    def objects(self) -> RunObjects:
+        return RunObjects(self.task_id, self.run_key)
 
     def write_outcome(self, node_index: str, outcome: dict[str, object]) -> None:
         self.outcomes_dir.mkdir(parents=True, exist_ok=True)

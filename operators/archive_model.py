@@ -29,7 +29,6 @@ from hooks.object_store import default_object_store
 from octotrain.catalog.models import ModelVersion, Run, RunState
 from octotrain.metrics import final_values
 from octotrain.planning import RunPlan
-from octotrain.pods import run_prefix
 from octotrain.run_layout import RunLayout
 from octotrain.run_lifecycle import end_run
 from octotrain.settings import get_settings
@@ -87,7 +86,7 @@ def _archive_from_store(catalog: CatalogHook, store: ObjectStore, plan: RunPlan)
     if not outputs:
         raise ArchiveFailed("no model files were written to OUTPUT by any node")
     with tempfile.TemporaryDirectory(prefix="octotrain-metrics-") as scratch:
-        prefix = f"{run_prefix(plan)}/metrics/{plan.node_indices[0]}"
+        prefix = plan.objects.metrics(plan.node_indices[0])
         for info in store.list(prefix):
             store.get_file(info.key, Path(scratch) / info.key[len(prefix) + 1 :])
         metrics = final_values(Path(scratch))

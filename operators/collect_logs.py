@@ -38,17 +38,15 @@ class CollectLogsOperator(TrainingStageOperator):
             for node_index in plan.node_indices
             if (reason := _reason_of(layout, node_index)) is not None
         }
-        logs = upload_folder(store, layout.logs_dir, f"{layout.object_prefix}/logs")
+        logs = upload_folder(store, layout.logs_dir, layout.objects.logs)
         metrics = 0
         for node_index in plan.node_indices:
             folder = layout.node_folders(node_index).metrics
             if folder.is_dir():
-                metrics += len(
-                    upload_folder(store, folder, f"{layout.object_prefix}/metrics/{node_index}")
-                )
+                metrics += len(upload_folder(store, folder, layout.objects.metrics(node_index)))
             samples = layout.resources_path(node_index)
             if samples.is_file():
-                store.put_file(f"{layout.object_prefix}/resources/{node_index}.jsonl", samples)
+                store.put_file(layout.objects.resources(node_index), samples)
         failed = list(reasons)
         if failed:
             flag = RunAbortMarker(layout.run_dir).flag()

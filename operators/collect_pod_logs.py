@@ -25,7 +25,8 @@ from octotrain.contracts import NodeLogNames
 from octotrain.kubernetes_config import kubernetes_config
 from octotrain.planning import RunPlan
 from octotrain.pod_diagnosis import NodeEnd, diagnose
-from octotrain.pods import LABEL_NODE, LABEL_RUN, run_label, run_prefix
+from octotrain.pods import LABEL_NODE, LABEL_RUN, run_label
+from octotrain.run_layout import RunObjects
 from octotrain.run_lifecycle import end_run
 from octotrain.settings import get_settings
 from octotrain.storage import ObjectStore
@@ -40,11 +41,11 @@ class CollectPodLogsOperator(TrainingStageOperator):
         plan = self.run_plan(context)
         settings = get_settings()
         store = default_object_store()
-        prefix = run_prefix(plan)
+        objects = plan.objects
         runs = KubernetesRuns(
             conn_id=settings.kubernetes_conn_id, namespace=settings.kubernetes_namespace
         )
-        abort = StoreAbortMarker(store, prefix)
+        abort = StoreAbortMarker(store, objects.prefix)
         flag = abort.flag()
         reasons: dict[str, str] = {}
         for node_index in plan.node_indices:
@@ -55,10 +56,10 @@ class CollectPodLogsOperator(TrainingStageOperator):
             log = self._supplemental(
                 store, plan, names, pod, events, abort.stopped_because(node_index)
             )
-            _ensure_logs(store, prefix, names)
+            _ensure_logs(store, objects, names)
             if log is not None:
                 reasons[node_index] = log.reason
-                write_text(store, f"{prefix}/logs/{names.supplemental}", log.render())
+                write_text(store, objects.log(names.supplemental), log.render())
                 self.log.warning("%s", log.reason)
             for found in pods:
                 runs.delete_pod(
@@ -80,19 +81,19 @@ class CollectPodLogsOperator(TrainingStageOperator):
         events: list[dict[str, Any]],
         stop_reason: str | None,
     ) -> SupplementalLog | None:
-        prefix, node_index = run_prefix(plan), names.node_index
-        report = read_json(store, f"{prefix}/exits/{node_index}.json") or {}
+        objects, node_index = plan.objects, names.node_index
+        report = read_json(store, objects.exit_report(node_index)) or {}
         if report.get("exit_status") == 0 and stop_reason is None:
             return None
         assert plan.resources is not None
         end = NodeEnd(
             node_index=node_index,
             memory_limit_mib=plan.resources.memory_mib,
-            last_memory_bytes=last_memory_sample(store, f"{prefix}/resources/{node_index}.jsonl"),
+            last_memory_bytes=last_memory_sample(store, objects.resources(node_index)),
             stop_reason=stop_reason,
             startup_timeout_seconds=kubernetes_config().startup_timeout_seconds,
             exit_report=report,
-            init_log=read_text(store, f"{prefix}/logs/{names.init}") or "",
+            init_log=read_text(store, objects.log(names.init)) or "",
         )
         return diagnose(pod, events, end)
 
@@ -102,8 +103,8 @@ class CollectPodLogsOperator(TrainingStageOperator):
             end_run(session, run_id=plan.catalog_run_id, state=state, reason=message)
 
 
-def _ensure_logs(store: ObjectStore, prefix: str, names: NodeLogNames) -> None:
+def _ensure_logs(store: ObjectStore, objects: RunObjects, names: NodeLogNames) -> None:
     """The three always-present log files exist, empty if the node never ran."""
     for name in names.always():
-        if read_text(store, f"{prefix}/logs/{name}") is None:
-            write_text(store, f"{prefix}/logs/{name}", "")
+        if read_text(store, objects.log(name)) is None:
+            write_text(store, objects.log(name), "")

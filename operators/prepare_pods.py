@@ -24,7 +24,8 @@ from hooks.pod_node import stage_plan
 from octotrain.contracts import NodeLogNames
 from octotrain.input_sources import current_sources
 from octotrain.kubernetes_config import kubernetes_config
-from octotrain.pods import headless_service, run_prefix
+from octotrain.pods import headless_service
+from octotrain.run_layout import RunObjects
 from octotrain.settings import get_settings
 from octotrain.storage import ObjectStore
 from operators.training_stage import TrainingStageOperator
@@ -36,7 +37,7 @@ class PreparePodsOperator(TrainingStageOperator):
     def execute(self, context: Context) -> str:
         plan = self.run_plan(context)
         store = default_object_store()
-        prefix = run_prefix(plan)
+        objects = plan.objects
         with default_catalog().session() as session:
             data, gone_data = current_sources(session, plan.data_inputs)
             models, gone_models = current_sources(session, plan.input_models)
@@ -44,12 +45,12 @@ class PreparePodsOperator(TrainingStageOperator):
         gone = gone_data + gone_models + gone_mounts
         if gone:
             for node_index in plan.node_indices:
-                _write_init_log(store, prefix, plan.task_id, node_index, gone)
+                _write_init_log(store, objects, node_index, gone)
             raise AirflowFailException("staging failed: " + "; ".join(gone))
         with tempfile.TemporaryDirectory(prefix="octotrain-stage-plan-") as scratch:
             path = Path(scratch) / "stage.json"
             path.write_text(json.dumps(stage_plan(data, models)))
-            store.put_file(f"{prefix}/stage.json", path)
+            store.put_file(objects.stage_plan, path)
         settings = get_settings()
         if plan.world_size > 1:
             runs = KubernetesRuns(
@@ -61,15 +62,15 @@ class PreparePodsOperator(TrainingStageOperator):
             runs.ensure_service(service)
             self.log.info("headless service %s for %d nodes", service["metadata"]["name"],
                           plan.world_size)  # fmt: skip
-        return f"{prefix}/stage.json"
+        return objects.stage_plan
 
 
 def _write_init_log(
-    store: ObjectStore, prefix: str, task_id: int, node_index: str, problems: list[str]
+    store: ObjectStore, objects: RunObjects, node_index: str, problems: list[str]
 ) -> None:
-    name = NodeLogNames(task_id=task_id, node_index=node_index).init
+    name = NodeLogNames(task_id=objects.task_id, node_index=node_index).init
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     with tempfile.TemporaryDirectory(prefix="octotrain-init-log-") as scratch:
         path = Path(scratch) / name
         path.write_text("".join(f"{stamp} ERROR {problem}\n" for problem in problems))
-        store.put_file(f"{prefix}/logs/{name}", path)
+        store.put_file(objects.log(name), path)

@@ -47,7 +47,7 @@ def logs(request: pytest.FixtureRequest, tmp_path: Path) -> RunLogs:
             layout.log_path(name).write_bytes(data)
         else:
             (tmp_path / name).write_bytes(data)
-            store.put_file(f"{layout.object_prefix}/logs/{name}", tmp_path / name)
+            store.put_file(layout.objects.log(name), tmp_path / name)
     return RunLogs(layout, store, NODES)
 
 

@@ -47,9 +47,9 @@ def test_charts_resources_and_incremental_reads(
         source = tmp_path / "upload"
         source.write_text(text)
         name = relative.removeprefix("metrics/")
-        key = (f"{layout.object_prefix}/resources/single-0.jsonl"
+        key = (layout.objects.resources("single-0")
                if relative.startswith("resources")
-               else f"{layout.object_prefix}/metrics/single-0/{name}")  # fmt: skip
+               else f"{layout.objects.metrics('single-0')}/{name}")  # fmt: skip
         store.put_file(key, source)
 
     metrics = RunMetrics(layout, store, ["single-0"])
