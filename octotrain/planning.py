@@ -21,7 +21,7 @@ from octotrain.catalog.models import Dataset, DatasetVersion, DatasetVersionStat
 from octotrain.contracts import node_indices
 from octotrain.run_layout import RunObjects
 from octotrain.run_settings import with_run_settings
-from octotrain.secrets import masked
+from octotrain.secrets import is_sensitive, masked
 from octotrain.task_rules import ResolvedTask, StagedInput, check_task
 
 # The catalog's own identity when a run re-checks its task (runs are not user requests).
@@ -84,12 +84,30 @@ class RunPlan(BaseModel):
         return RunObjects(self.task_id, self.run_key)
 
     def shown(self) -> dict[str, Any]:
-        """The plan as the catalog keeps it for people: secrets masked (the running stages
-        get the real values through Airflow)."""
+        """The plan as Airflow carries it between the stages (XCom, shown in Airflow's UI) and
+        as the catalog keeps it: secrets masked (``secret_values`` keeps them apart)."""
         document = self.model_dump(mode="json")
         document["env"] = masked(document["env"])
         document["parameters"] = masked(document["parameters"])
         return document
+
+    def secret_values(self) -> dict[str, dict[str, Any]]:
+        """The real values that ``shown`` masks; only the stages that start nodes read them."""
+        return {
+            "env": {name: value for name, value in self.env.items() if is_sensitive(name)},
+            "parameters": {
+                name: value for name, value in self.parameters.items() if is_sensitive(name)
+            },
+        }
+
+    def with_secrets(self, secrets: dict[str, dict[str, Any]]) -> RunPlan:
+        """The plan a node starts with: ``shown``'s masks replaced by the real values."""
+        return self.model_copy(
+            update={
+                "env": self.env | secrets.get("env", {}),
+                "parameters": self.parameters | secrets.get("parameters", {}),
+            }
+        )
 
 
 def run_key(run_id: str) -> str:

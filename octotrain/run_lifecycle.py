@@ -67,9 +67,10 @@ def record_validated(
     node_count: int,
     plan: dict[str, Any],
     refused: str | None,
+    secrets: dict[str, Any] | None = None,
 ) -> Run:
-    """``validate`` has judged the run: it runs with ``plan``, or, ``refused`` (the broken
-    rules in words), it has ended failed."""
+    """``validate`` has judged the run: it runs with ``plan`` (its secrets masked, their real
+    values in ``secrets``), or, ``refused`` (the broken rules in words), it has ended failed."""
     run = find_run(session, task_id, airflow_run_id)
     if run is None:
         run = Run(task_id=task_id, airflow_run_id=airflow_run_id, triggered_by=triggered_by)
@@ -77,6 +78,7 @@ def record_validated(
     run.trigger = trigger
     run.node_count = node_count
     run.plan = plan
+    run.secrets = secrets or {}
     if refused is None:
         run.state, run.message, run.ended_at = RunState.RUNNING, "", None
     else:
@@ -129,3 +131,9 @@ def end_run(
         .execution_options(synchronize_session="fetch")
     )
     return bool(ended.rowcount)
+
+
+def run_secrets(session: Session, run_id: int) -> dict[str, Any]:
+    """The real values of the run's secret variables and parameters (``RunPlan.with_secrets``)."""
+    run = session.get(Run, run_id)
+    return dict(run.secrets) if run is not None else {}

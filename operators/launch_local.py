@@ -57,7 +57,7 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
         self._watching = False  # execute is waiting for the node (it will see it end)
 
     def execute(self, context: Context) -> int:
-        plan = self.run_plan(context)
+        plan = self.plan_to_start_nodes(context)
         layout = self._layout = self.layout(plan)
         settings = get_settings()
         names = layout.log_names(self.node_index)

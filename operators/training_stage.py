@@ -8,8 +8,10 @@ from typing import Any
 from airflow.sdk import BaseOperator, Context
 from airflow.sdk.exceptions import AirflowSkipException
 
+from hooks.catalog import default_catalog
 from octotrain.planning import RunPlan
 from octotrain.run_layout import RunLayout
+from octotrain.run_lifecycle import run_secrets
 from octotrain.settings import get_settings
 
 VALIDATE_TASK_ID = "validate"
@@ -29,6 +31,13 @@ class TrainingStageOperator(BaseOperator):
         if not document:
             raise AirflowSkipException("validate produced no plan for this run")
         return RunPlan.model_validate(document)
+
+    def plan_to_start_nodes(self, context: Context) -> RunPlan:
+        """The plan with its secrets' real values, which Airflow's copy masks: only for the
+        stages that start nodes (they reach the training's environment and arguments)."""
+        plan = self.run_plan(context)
+        with default_catalog().session() as session:
+            return plan.with_secrets(run_secrets(session, plan.catalog_run_id))
 
     @staticmethod
     def layout(plan: RunPlan) -> RunLayout:

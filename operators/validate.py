@@ -100,6 +100,7 @@ class ValidateTaskOperator(TrainingStageOperator):
                 node_count=plan.world_size if plan else task.document.node_count,
                 plan=plan.shown() if plan else {},
                 refused=str(error) if error else None,
+                secrets=plan.secret_values() if plan else {},
             ).id
         if error is not None:
             raise AirflowFailException(
@@ -108,6 +109,7 @@ class ValidateTaskOperator(TrainingStageOperator):
             )
         assert plan is not None
         plan = plan.model_copy(update={"catalog_run_id": run_row_id})
-        context["ti"].xcom_push(key=PLAN_XCOM_KEY, value=plan.model_dump(mode="json"))
+        # Masked as in the catalog: Airflow shows XCom to whoever may see the run.
+        context["ti"].xcom_push(key=PLAN_XCOM_KEY, value=plan.shown())
         self.log.info("run %s of task %s: nodes %s", run_id, task.name, plan.node_indices)
         return plan.node_indices

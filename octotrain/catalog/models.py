@@ -414,8 +414,10 @@ class Run(Base):
     airflow_run_id: Mapped[str] = mapped_column(String(250))
     state: Mapped[RunState] = mapped_column(_enum(RunState, "run_state"))
     node_count: Mapped[int] = mapped_column(Integer)
-    # The resolved plan the run was launched with (inputs, command, environment, port).
+    # The resolved plan the run was launched with (inputs, command, environment, port), its
+    # secrets masked; their real values are kept apart, for the stages that start nodes only.
     plan: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    secrets: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     message: Mapped[str] = mapped_column(Text, default="")
     triggered_by: Mapped[str] = mapped_column(String(128), default="")
     # How it started: Airflow's run type ("manual", "scheduled", "asset_triggered").

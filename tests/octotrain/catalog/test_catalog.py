@@ -41,6 +41,18 @@ def test_migration_creates_every_table_and_is_repeatable(catalog: CatalogHook) -
     assert set(inspect(catalog.engine).get_table_names()) == TABLES
 
 
+def test_the_migrations_make_the_schema_the_models_declare(catalog: CatalogHook) -> None:
+    """A column added to a model without its migration fails here, not in production."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    from octotrain.catalog.models import Base
+
+    with catalog.engine.connect() as connection:
+        differences = compare_metadata(MigrationContext.configure(connection), Base.metadata)
+    assert differences == []
+
+
 def test_demo_seed_is_idempotent(catalog: CatalogHook, store: LocalFolderStore) -> None:
     first = seed(catalog, store)
     second = seed(catalog, store)

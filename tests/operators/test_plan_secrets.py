@@ -1,0 +1,60 @@
+"""A run's secrets (variables and parameters whose names say so) never reach what Airflow
+shows: ``validate`` pushes the plan masked (XCom) and keeps the real values in the catalog,
+apart from the catalog's masked copy of the plan; the stages that start nodes get them back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from hooks.catalog import CatalogHook, catalog_for
+from hooks.local_store import LocalFolderStore
+from octotrain.catalog.models import Run
+from octotrain.catalog.named_objects import Algorithms
+from operators.launch_local import LaunchLocalNodeOperator
+from operators.validate import ValidateTaskOperator
+from tests.factories import ADMIN, add_task, seed
+
+
+class _TaskInstance:
+    def __init__(self) -> None:
+        self.pushed: dict[str, Any] = {}
+
+    def xcom_push(self, key: str, value: Any) -> None:
+        self.pushed[key] = value
+
+    def xcom_pull(self, *, task_ids: str, key: str) -> Any:
+        return self.pushed[key]
+
+
+def test_secrets_are_masked_in_xcom_and_the_catalog_and_given_to_the_nodes(
+    catalog: CatalogHook, store: LocalFolderStore, octotrain_env: Path
+) -> None:
+    seed(catalog, store)
+    with catalog.session() as session:
+        Algorithms(session, ADMIN).create(
+            "demo",
+            {"name": "with-secrets", "image": "python:3.11", "command": ["python", "t.py"],
+             "sample_type": "table", "env": {"HF_TOKEN": "hf_saved", "THREADS": "2"},
+             "parameters": [{"name": "api_key", "type": "string", "default": "k-1"},
+                            {"name": "epochs", "type": "int", "default": 3}]},
+        )  # fmt: skip
+    task = add_task(catalog, name="secretive", algorithm="with-secrets", parameters={},
+                    node_count=1)  # fmt: skip
+    ti = _TaskInstance()
+    dag_run = SimpleNamespace(run_id="manual__s", conf={"env": {"HF_TOKEN": "hf_run"}},
+                              run_type="manual", triggering_user_name="alice")  # fmt: skip
+    context: Any = {"dag_run": dag_run, "ti": ti}
+    ValidateTaskOperator(task_id="validate", training_task_id=task).execute(context)
+    pushed = ti.pushed["plan"]
+    assert pushed["env"] == {"HF_TOKEN": "***", "THREADS": "2"}
+    assert pushed["parameters"] == {"api_key": "***", "epochs": 3}
+    with catalog_for(catalog.url).session() as session:
+        run = session.get(Run, pushed["catalog_run_id"])
+        assert run is not None and run.plan["env"]["HF_TOKEN"] == "***"
+        assert run.secrets == {"env": {"HF_TOKEN": "hf_run"}, "parameters": {"api_key": "k-1"}}
+    launch = LaunchLocalNodeOperator(task_id="launch", training_task_id=task, node_index="single-0")
+    plan = launch.plan_to_start_nodes(context)
+    assert plan.env == {"HF_TOKEN": "hf_run", "THREADS": "2"}
+    assert list(plan.parameters.items()) == [("api_key", "k-1"), ("epochs", 3)]  # their order
