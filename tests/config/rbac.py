@@ -80,7 +80,9 @@ def request_access(method: str, path: str) -> Access | None:
     resource, name = rest[0], rest[1] if len(rest) > 1 else None
     if len(rest) > 2:
         resource += "/" + rest[2]
-    watch = parse_qs(url.query).get("watch", [""])[-1] in ("true", "1")
+    # As the API server converts a query parameter to a bool: only "", "0" and "false" (in any
+    # case) are false (kubernetes_asyncio sends watch=True).
+    watch = parse_qs(url.query).get("watch", [""])[0].lower() not in ("", "0", "false")
     if method in ("GET", "HEAD"):
         verb = "watch" if watch else ("get" if name else "list")
     elif method == "DELETE":

@@ -82,6 +82,14 @@ def test_the_rbac_file_binds_the_launcher_role_in_the_training_namespace_to_the_
          Access("list", "pods", "octotrain")),
         ("GET", "/api/v1/namespaces/octotrain/pods?watch=true",
          Access("watch", "pods", "octotrain")),
+        # kubernetes_asyncio (the provider's trigger) writes Python's True; the API server
+        # reads any value but "", "0" and "false" as true.
+        ("GET", "/api/v1/namespaces/octotrain/events?fieldSelector=x&watch=True",
+         Access("watch", "events", "octotrain")),
+        ("GET", "/api/v1/namespaces/octotrain/events?watch=False",
+         Access("list", "events", "octotrain")),
+        ("GET", "/api/v1/namespaces/octotrain/events?watch=0",
+         Access("list", "events", "octotrain")),
         ("GET", "/api/v1/namespaces/octotrain/pods/p1", Access("get", "pods", "octotrain")),
         ("GET", "/api/v1/namespaces/octotrain/pods/p1/log?follow=true",
          Access("get", "pods/log", "octotrain")),
