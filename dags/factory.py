@@ -11,6 +11,7 @@ deletes the run's headless Service whatever happens).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -31,11 +32,13 @@ from dags.run_callbacks import end_catalog_run_failed
 from dags.run_params import run_params
 from hooks.catalog import CatalogHook
 from hooks.dataset_assets import dataset_asset
+from hooks.launchers import configured_launcher
+from hooks.local_launcher import LocalLauncher
+from hooks.pod_launcher import PodLauncher
 from octotrain.catalog.models import Algorithm, Project, ResourceSpec, TrainingTask
 from octotrain.contracts import dag_id_for, task_id_from_dag_id
 from octotrain.run_settings import run_node_limit
 from octotrain.schedules import CRON_PRESETS
-from octotrain.settings import get_settings
 from octotrain.task_spec import TaskSpec
 from operators.archive_model import ArchiveModelOperator
 from operators.collect_logs import CollectLogsOperator
@@ -73,7 +76,7 @@ def build_task_dag(
     """The DAG that runs training task ``task`` with the configured launcher; ``algorithm`` and
     ``resource_spec`` (the task's, when they still exist) give the trigger form its fields."""
     spec = task.document
-    on_kubernetes = get_settings().launcher == "kubernetes"
+    launcher_stages = LAUNCHER_STAGES[type(configured_launcher())]
     with DAG(
         dag_id=dag_id_for(task.id),
         dag_display_name=task.name,
@@ -102,14 +105,7 @@ def build_task_dag(
         archive = ArchiveModelOperator(
             task_id="archive_model", retries=ARCHIVE_RETRIES, retry_delay=ARCHIVE_RETRY_DELAY
         )
-        if on_kubernetes:
-            stage, launch, collect = _pod_stages(validate, archive)
-        else:
-            stage = StageDataOperator(task_id="stage_data")
-            launch = LaunchLocalNodeOperator.partial(
-                task_id="launch", map_index_template="{{ task.node_index }}"
-            ).expand(node_index=validate.output)
-            collect = CollectLogsOperator(task_id="collect_logs", trigger_rule=TriggerRule.ALL_DONE)
+        stage, launch, collect = launcher_stages(validate, archive)
         validate >> stage >> launch >> collect >> archive
         launch >> archive
     # Given after the operators: each operator would deep-copy the DAG's Params into its own
@@ -117,6 +113,16 @@ def build_task_dag(
     # does for every task; the trigger and the task runner read the DAG's Params, not those.
     dag.params = ParamsDict(run_params(task, algorithm, resource_spec))
     return dag
+
+
+def _local_stages(validate: BaseOperator, _archive: BaseOperator) -> tuple[BaseOperator, Any, Any]:
+    """stage_data, launch (a process per node) and collect_logs of the local launcher."""
+    stage = StageDataOperator(task_id="stage_data")
+    launch = LaunchLocalNodeOperator.partial(
+        task_id="launch", map_index_template="{{ task.node_index }}"
+    ).expand(node_index=validate.output)
+    collect = CollectLogsOperator(task_id="collect_logs", trigger_rule=TriggerRule.ALL_DONE)
+    return stage, launch, collect
 
 
 def _pod_stages(validate: BaseOperator, archive: BaseOperator) -> tuple[BaseOperator, Any, Any]:
@@ -186,3 +192,8 @@ def _by_project_and_name(
     tasks' DAGs."""
     rows = session.scalars(select(model).where(model.project_id.in_(project_ids)))
     return {(row.project_id, row.name): row for row in rows}
+
+
+# The stages that go with each launcher (hooks/launchers.py picks the launcher).
+StageBuilder = Callable[[BaseOperator, BaseOperator], tuple[BaseOperator, Any, Any]]
+LAUNCHER_STAGES: dict[type, StageBuilder] = {LocalLauncher: _local_stages, PodLauncher: _pod_stages}

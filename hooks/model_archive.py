@@ -88,10 +88,17 @@ def stored_outputs(store: ObjectStore, plan: RunPlan) -> dict[str, dict[str, Any
                 merged[relative] = entry | {"node": node_index}
             elif earlier["blake3"] != entry["blake3"]:
                 raise ArchiveFailed(
-                    f"nodes {earlier['node']} and {node_index} wrote different content to "
-                    f"OUTPUT/{relative}; write the model from one rank only"
+                    different_outputs(relative, f"nodes {earlier['node']} and {node_index}")
                 )
     return merged
+
+
+def different_outputs(relative: str, where: str) -> str:
+    """The one wording, for both launchers, of nodes writing different content to one path."""
+    return (
+        f"nodes wrote different content to OUTPUT/{relative} ({where}); write the model "
+        "from one rank only"
+    )
 
 
 def archive_stored_outputs(

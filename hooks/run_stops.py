@@ -6,9 +6,7 @@ yet started do not start, ``collect_logs`` keeps every log and writes the supple
 
 from __future__ import annotations
 
-from hooks.local_process import RunAbortMarker
-from hooks.object_store import default_object_store
-from hooks.run_abort import StoreAbortMarker
+from hooks.launchers import configured_launcher
 from octotrain.abort_flags import AbortFlag
 from octotrain.catalog.models import Run
 from octotrain.planning import run_key
@@ -18,13 +16,8 @@ from octotrain.settings import get_settings
 
 def request_stop(run: Run, *, by: str) -> AbortFlag:
     """Raise ``run``'s abort flag for ``by``; the flag that holds (an earlier one stays)."""
-    settings = get_settings()
-    layout = RunLayout(settings.runs_dir, run.task_id, run_key(run.airflow_run_id))
-    marker: RunAbortMarker | StoreAbortMarker = (
-        StoreAbortMarker(default_object_store(), layout.objects.prefix)
-        if settings.launcher == "kubernetes"
-        else RunAbortMarker(layout.run_dir)
-    )
+    layout = RunLayout(get_settings().runs_dir, run.task_id, run_key(run.airflow_run_id))
+    marker = configured_launcher().abort_marker(layout)
     marker.raise_flag(AbortFlag.stopped_by(by))
     flag = marker.flag()
     assert flag is not None

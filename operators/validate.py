@@ -6,51 +6,20 @@ from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowFailException
 
 from hooks.catalog import default_catalog
-from hooks.local_process import free_port
+from hooks.launchers import configured_launcher
 from octotrain.catalog.models import TrainingTask
 from octotrain.errors import InvalidInput
-from octotrain.kubernetes_config import kubernetes_config
-from octotrain.mount_volumes import mount_volumes
 from octotrain.planning import RunPlan, build_run_plan
-from octotrain.pods import master_address
 from octotrain.run_lifecycle import record_validated
-from octotrain.settings import get_settings
 from operators.training_stage import PLAN_XCOM_KEY, TrainingStageOperator
 
-LOCAL_MASTER_ADDR = "127.0.0.1"
 # Runs that start by themselves train on each dataset input's newest published version.
 SELF_STARTED_RUN_TYPES = frozenset({"scheduled", "asset_triggered"})
 
 
-def check_mount_volume(plan: RunPlan) -> None:
-    """On Kubernetes, resource mounts come from the volume the resource spec names."""
-    if not plan.mounts or plan.resources is None:
-        return
-    volume, known = plan.resources.mount_volume, mount_volumes()
-    if not volume:
-        raise InvalidInput.one(
-            "resource_spec",
-            f"'{plan.resources.spec}' names no mount_volume, so the task's mounts cannot be "
-            "mounted on Kubernetes (set one of config/mount_volumes.toml on the spec)",
-        )
-    if volume not in known:
-        raise InvalidInput.one(
-            "resource_spec",
-            f"mount_volume '{volume}' of '{plan.resources.spec}' is not in "
-            f"config/mount_volumes.toml (it has: {', '.join(sorted(known)) or 'none'})",
-        )
-
-
 def _with_rendezvous(plan: RunPlan) -> RunPlan:
-    """Where node 0 listens: this machine and a free port (local launcher), or node 0's pod
-    by its DNS name under the run's Service and the configured port (Kubernetes)."""
-    settings = get_settings()
-    if settings.launcher == "kubernetes":
-        check_mount_volume(plan)
-        address = master_address(plan, settings.kubernetes_namespace)
-        port = kubernetes_config().master_port
-    else:
-        address, port = LOCAL_MASTER_ADDR, free_port()
+    """Where node 0 listens, as the configured launcher says."""
+    address, port = configured_launcher().rendezvous(plan)
     return plan.model_copy(update={"master_addr": address, "master_port": port})
 
 
@@ -80,7 +49,7 @@ class ValidateTaskOperator(TrainingStageOperator):
                         session,
                         task,
                         run_id=run_id,
-                        master_addr=LOCAL_MASTER_ADDR,
+                        master_addr="",
                         master_port=0,
                         triggered_by=triggered_by,
                         conf=dag_run.conf or {},

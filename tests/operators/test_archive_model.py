@@ -8,33 +8,8 @@ from hooks.local_store import LocalFolderStore
 from hooks.model_archive import lineage_edges
 from octotrain.catalog.models import Run, RunState, TrainingTask
 from octotrain.planning import RunPlan, build_run_plan
-from octotrain.run_layout import RunLayout
-from operators.archive_model import ArchiveModelOperator, merged_outputs
+from operators.archive_model import ArchiveModelOperator
 from tests.factories import seed
-
-
-def write(layout: RunLayout, node: str, relative: str, content: str) -> None:
-    path = layout.node_folders(node).output / relative
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(content)
-
-
-def test_outputs_of_all_nodes_are_merged(tmp_path: Path) -> None:
-    layout = RunLayout(tmp_path, 1, "r")
-    write(layout, "distributed-0", "model.json", "{}")
-    write(layout, "distributed-0", "rank-0/w.npz", "a")
-    write(layout, "distributed-1", "rank-1/w.npz", "b")
-    write(layout, "distributed-1", "model.json", "{}")  # identical: merged
-    files = merged_outputs(layout, ["distributed-0", "distributed-1"])
-    assert sorted(files) == ["model.json", "rank-0/w.npz", "rank-1/w.npz"]
-
-
-def test_conflicting_outputs_are_an_error_naming_the_file(tmp_path: Path) -> None:
-    layout = RunLayout(tmp_path, 1, "r")
-    write(layout, "distributed-0", "model.pt", "rank 0")
-    write(layout, "distributed-1", "model.pt", "rank 1")
-    with pytest.raises(AirflowFailException, match=r"OUTPUT/model\.pt"):
-        merged_outputs(layout, ["distributed-0", "distributed-1"])
 
 
 def test_lineage_edges_name_every_dataset_version_cache_and_input_model() -> None:

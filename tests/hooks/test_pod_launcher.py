@@ -1,13 +1,14 @@
-"""``validate`` on Kubernetes: resource mounts need a volume on the resource spec, named in
-config/mount_volumes.toml, or the run fails naming the spec before anything starts."""
+"""The Kubernetes launcher: resource mounts need a volume on the resource spec, named in
+config/mount_volumes.toml, or the run fails in ``validate`` naming the spec before anything
+starts."""
 
 from __future__ import annotations
 
 import pytest
 from sqlalchemy.orm import Session
 
+from hooks.pod_launcher import check_mount_volume
 from octotrain.errors import InvalidInput
-from operators.validate import check_mount_volume
 from tests.operators.test_launch_pod import GPU_TASK, plan_of
 
 

@@ -1,0 +1,68 @@
+"""The Kubernetes launcher: a pod per node (``operators/launch_pod.py``), the run's files in
+the object store (the pods' sidecars upload them), the nodes meeting through the run's
+headless Service."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from hooks.catalog import default_catalog
+from hooks.model_archive import ArchiveFailed, archive_stored_outputs, stored_outputs
+from hooks.object_store import default_object_store
+from hooks.run_abort import StoreAbortMarker
+from octotrain.catalog.models import ModelVersion
+from octotrain.errors import InvalidInput
+from octotrain.kubernetes_config import kubernetes_config
+from octotrain.metrics import final_values
+from octotrain.mount_volumes import mount_volumes
+from octotrain.planning import RunPlan
+from octotrain.pods import master_address
+from octotrain.run_layout import RunLayout
+from octotrain.settings import get_settings
+
+
+class PodLauncher:
+    def rendezvous(self, plan: RunPlan) -> tuple[str, int]:
+        """Node 0's pod by its DNS name under the run's Service, on the configured port."""
+        check_mount_volume(plan)
+        return master_address(plan, get_settings().kubernetes_namespace), (
+            kubernetes_config().master_port
+        )
+
+    def abort_marker(self, layout: RunLayout) -> StoreAbortMarker:
+        """An object in the store: the pods and the tasks that follow them share no disk."""
+        return StoreAbortMarker(default_object_store(), layout.objects.prefix)
+
+    def archive(self, plan: RunPlan, layout: RunLayout) -> ModelVersion:
+        """The pods' sidecars uploaded each node's OUTPUT and metrics."""
+        store = default_object_store()
+        outputs = stored_outputs(store, plan)
+        if not outputs:
+            raise ArchiveFailed("no model files were written to OUTPUT by any node")
+        with tempfile.TemporaryDirectory(prefix="octotrain-metrics-") as scratch:
+            prefix = plan.objects.metrics(plan.node_indices[0])
+            for info in store.list(prefix):
+                store.get_file(info.key, Path(scratch) / info.key[len(prefix) + 1 :])
+            metrics = final_values(Path(scratch))
+        lineage = plan.lineage | {"metrics": metrics}
+        return archive_stored_outputs(default_catalog(), store, plan, outputs, lineage)
+
+
+def check_mount_volume(plan: RunPlan) -> None:
+    """On Kubernetes, resource mounts come from the volume the resource spec names."""
+    if not plan.mounts or plan.resources is None:
+        return
+    volume, known = plan.resources.mount_volume, mount_volumes()
+    if not volume:
+        raise InvalidInput.one(
+            "resource_spec",
+            f"'{plan.resources.spec}' names no mount_volume, so the task's mounts cannot be "
+            "mounted on Kubernetes (set one of config/mount_volumes.toml on the spec)",
+        )
+    if volume not in known:
+        raise InvalidInput.one(
+            "resource_spec",
+            f"mount_volume '{volume}' of '{plan.resources.spec}' is not in "
+            f"config/mount_volumes.toml (it has: {', '.join(sorted(known)) or 'none'})",
+        )
