@@ -30,6 +30,7 @@ class SpecScheduling(_Config):
 
 
 class KubernetesConfig(_Config):
+    deferrable: bool = True
     sync_interval_seconds: float = Field(default=5, gt=0, le=300)
     abort_check_seconds: float = Field(default=2, gt=0, le=60)
     final_upload_timeout_seconds: int = Field(default=3600, ge=10)

@@ -9,19 +9,29 @@ its task-instance labels whatever its phase, so no second pod is created and not
 is lost. A training that fails is not retried (``AirflowFailException``).
 
 A node that fails raises the run's abort flag (in the object store), and so does a user's stop;
-every node's task watches the flag and deletes its own pod (with the grace period) when it goes
-up: a distributed job cannot go on without one of its members. A node that has not started
-when the flag is up does not start.
+every node watches the flag and deletes its own pod (with the grace period) when it goes up: a
+distributed job cannot go on without one of its members. A node that has not started when the
+flag is up does not start.
+
+By default (``deferrable`` in ``config/kubernetes.toml``) a task creates its pod and defers: the
+triggerer follows the pod and watches the flag (``operators.node_pod_trigger``), so a training
+holds no worker slot, and the task resumes on a worker only to fetch the training container's
+log and end. Synchronous, the task follows the pod in its worker, watching the flag in a thread
+(``AbortWatcher``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
+from airflow.providers.cncf.kubernetes.triggers.pod import KubernetesPodTrigger
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
+from airflow.triggers.base import BaseTrigger
 from kubernetes.client import models as k8s
 
 from hooks.kubernetes_runs import KubernetesRuns
@@ -32,11 +42,14 @@ from octotrain.kubernetes_config import kubernetes_config
 from octotrain.planning import RunPlan
 from octotrain.pods import node_pod, run_prefix
 from octotrain.settings import get_settings
+from operators.node_pod_trigger import STOPPED, NodePodTrigger
 from operators.pod_settings import pod_settings
 from operators.training_stage import PLAN_XCOM_KEY, VALIDATE_TASK_ID
 
 # A lost worker's node is tried again soon: its pod is still running.
 RETRY_DELAY = timedelta(seconds=10)
+# The status of the provider's trigger event for a pod that did not start in time.
+STARTUP_TIMEOUT = "timeout"
 
 
 class LaunchNodePodOperator(KubernetesPodOperator):
@@ -51,6 +64,7 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         kwargs.setdefault("namespace", settings.kubernetes_namespace)
         kwargs.setdefault("startup_timeout_seconds", config.startup_timeout_seconds)
         kwargs.setdefault("startup_check_interval_seconds", config.startup_check_interval_seconds)
+        kwargs.setdefault("deferrable", config.deferrable)
         kwargs["retries"], kwargs["retry_delay"] = config.launch_retries, RETRY_DELAY
         super().__init__(
             name=f"train-{training_task_id}",
@@ -94,20 +108,72 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         return found
 
     def execute(self, context: Context) -> Any:
-        plan = self._plan(context)
-        abort = StoreAbortMarker(default_object_store(), run_prefix(plan))
+        abort = self._abort_marker(context)
         already = abort.flag()
         if already is not None:
-            reason = already.why_stopped(self.node_index, started=False)
+            # A stop recorded by an earlier try (its worker lost after the stop) stays.
+            reason = abort.stopped_because(self.node_index) or already.why_stopped(
+                self.node_index, started=False
+            )
             abort.record_stop(self.node_index, reason)
             raise AirflowFailException(reason)
-        self._abort = abort
+        if self.deferrable:
+            with self._failure_raises_the_flag(abort):
+                return super().execute(context)
         watcher = AbortWatcher(
             abort, every=kubernetes_config().abort_check_seconds, on_flag=self._stop_for
         )
+        with self._failure_raises_the_flag(abort), watcher:
+            return super().execute(context)
+
+    def defer(
+        self,
+        *,
+        trigger: BaseTrigger,
+        method_name: str,
+        kwargs: dict[str, Any] | None = None,
+        timeout: timedelta | int | float | None = None,
+    ) -> NoReturn:
+        """The provider defers to its ``KubernetesPodTrigger``, which follows the pod; the
+        node's trigger runs it and also watches the run's abort flag."""
+        assert isinstance(trigger, KubernetesPodTrigger), trigger
+        watching = NodePodTrigger.around(
+            trigger,
+            run_prefix=self._abort.prefix,
+            node_index=self.node_index,
+            abort_check_seconds=kubernetes_config().abort_check_seconds,
+            grace_seconds=self._grace_seconds,
+        )
+        super().defer(trigger=watching, method_name=method_name, kwargs=kwargs, timeout=timeout)
+
+    def trigger_reentry(self, context: Context, event: dict[str, Any]) -> Any:
+        """Back from the trigger: a node the abort flag stopped (its trigger deleted the pod
+        and recorded the stop) fails with its reason; otherwise the provider fetches the
+        training container's log and ends as the pod did, a pod that failed (or did not start
+        in time) raising the flag."""
+        if event["status"] == STOPPED:
+            raise AirflowFailException(str(event["message"]))
+        if event["status"] == STARTUP_TIMEOUT:
+            # No training log to fetch: following a pod that started just after its startup
+            # timeout would hold this worker for its whole training (the provider follows it).
+            self.get_logs = False
+        abort = self._abort_marker(context)
+        with self._failure_raises_the_flag(abort):
+            return super().trigger_reentry(context, event)
+
+    def _abort_marker(self, context: Context) -> StoreAbortMarker:
+        """The run's abort flag, kept for ``defer`` and ``on_kill``."""
+        self._abort = StoreAbortMarker(default_object_store(), run_prefix(self._plan(context)))
+        return self._abort
+
+    @contextmanager
+    def _failure_raises_the_flag(self, abort: StoreAbortMarker) -> Iterator[None]:
+        """A node that fails ends the run: it raises the abort flag, unless the flag was up
+        already (then this node was stopped). Either way the training is not tried again."""
         try:
-            with watcher:
-                return super().execute(context)
+            yield
+        except AirflowFailException:
+            raise
         except Exception as error:
             summary = str(error).splitlines()[0] if str(error) else type(error).__name__
             flag = abort.flag()
@@ -117,6 +183,10 @@ class LaunchNodePodOperator(KubernetesPodOperator):
                 summary = f"stopped: {flag.text()}"
             raise AirflowFailException(f"node {self.node_index}: {summary}") from error
 
+    @property
+    def _grace_seconds(self) -> int:
+        return self.termination_grace_period or 30
+
     def _stop_for(self, flag: AbortFlag) -> None:
         """The abort flag went up: unless this node raised it, delete its pod."""
         if not flag.concerns_other_than(self.node_index) or self.pod is None:
@@ -125,7 +195,7 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         self.log.info("deleting the pod: %s", reason)
         self._abort.record_stop(self.node_index, reason)
         runs = KubernetesRuns(conn_id=self.kubernetes_conn_id or "", namespace=str(self.namespace))
-        runs.delete_pod(self.pod.metadata.name, grace_seconds=self.termination_grace_period or 30)
+        runs.delete_pod(self.pod.metadata.name, grace_seconds=self._grace_seconds)
 
     def on_kill(self) -> None:
         """The task instance is being stopped (in Airflow, or it timed out): the run stops."""

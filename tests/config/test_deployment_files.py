@@ -51,6 +51,8 @@ def env_of(values: dict[str, Any]) -> dict[str, str]:
 def test_the_rbac_file_binds_the_launcher_role_in_the_training_namespace_to_the_workers(
     values: dict[str, Any],
 ) -> None:
+    """To the Celery workers (they create the pods) and to the triggerer (it follows them
+    while their launch tasks are deferred, and deletes them on a stop)."""
     namespace, role, binding = documents()
     assert [doc["kind"] for doc in (namespace, role, binding)] == [
         "Namespace",
@@ -66,9 +68,11 @@ def test_the_rbac_file_binds_the_launcher_role_in_the_training_namespace_to_the_
         "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role["metadata"]["name"]
     }  # fmt: skip
     assert binding["subjects"] == [
-        {"kind": "ServiceAccount", "name": values["workers"]["serviceAccount"]["name"],
-         "namespace": RELEASE_NAMESPACE},
+        {"kind": "ServiceAccount", "name": values[component]["serviceAccount"]["name"],
+         "namespace": RELEASE_NAMESPACE}
+        for component in ("workers", "triggerer")
     ]  # fmt: skip
+    assert values["triggerer"].get("enabled", True)  # the chart's default: a triggerer runs
     # Core resources only, each named: no wildcard grants more than the launcher's calls.
     assert {group for group, _, _ in grants(role)} == {""}
     assert not [rule for rule in role["rules"] if "*" in json.dumps(rule)]

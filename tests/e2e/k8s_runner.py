@@ -4,7 +4,8 @@ points at (the tests' emulator, or a real cluster for the ``k8s_real`` tests).
 
     k8s_runner.py dag SCENARIO ...          # each scenario's task run through dag.test()
     k8s_runner.py prepare TASK PLAN_FILE    # validate + stage_data of the task named TASK
-    k8s_runner.py launch PLAN_FILE NODE TRY # one node's launch task instance, try TRY
+    k8s_runner.py launch PLAN_FILE NODE TRY # one node's launch task instance, try TRY (its
+                                            # deferrals run here, as the triggerer would)
     k8s_runner.py collect PLAN_FILE         # collect_logs, then delete_service
 
 Called by tests/e2e/test_kubernetes_run.py with AIRFLOW_HOME, the metadata DB and the
@@ -13,14 +14,19 @@ OCTOTRAIN_* settings in the environment; prints one ``RESULT {json}`` line per s
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import json
 import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import TaskDeferred
 from sqlalchemy import select
 
 from hooks.catalog import default_catalog
@@ -135,6 +141,12 @@ def setup() -> dict[str, int]:
             algorithm="fails-while-the-other-trains",
             parameters={},
         ),
+        "concurrent-failure-sync": add_task(
+            catalog,
+            name="concurrent-failure-sync",
+            algorithm="fails-while-the-other-trains",
+            parameters={},
+        ),
     }
 
 
@@ -218,11 +230,33 @@ def prepare(task_id: int, plan_file: Path) -> dict[str, Any]:
 
 def launch(plan_file: Path, node_index: str, try_number: int) -> dict[str, Any]:
     plan = RunPlan.model_validate_json(plan_file.read_text())
-    operator = LaunchNodePodOperator(task_id="launch", training_task_id=plan.task_id,
-                                     node_index=node_index)  # fmt: skip
     context = _context(plan, "launch", plan.node_indices.index(node_index), try_number)
-    operator.execute(context)
+    run_to_the_end(
+        lambda: LaunchNodePodOperator(task_id="launch", training_task_id=plan.task_id,
+                                      node_index=node_index),
+        context,
+    )  # fmt: skip
     return {"node": node_index, "pod": context["ti"].pushed.get("pod_name")}
+
+
+def run_to_the_end(new_operator: Callable[[], BaseOperator], context: Any) -> Any:
+    """Run a task instance as Airflow's task runner and triggerer would: when it defers, its
+    trigger is rebuilt from its serialized form (through JSON, as the metadata DB keeps it),
+    run to its first event, and a new instance of the operator resumes in the method named,
+    with that event; again until it no longer defers."""
+    method, arguments = "execute", {}
+    while True:
+        try:
+            return getattr(new_operator(), method)(context, **arguments)
+        except TaskDeferred as deferred:
+            classpath, kwargs = deferred.trigger.serialize()
+            module, _, name = classpath.rpartition(".")
+            trigger = getattr(importlib.import_module(module), name)(
+                **json.loads(json.dumps(kwargs))
+            )
+            event = asyncio.run(anext(trigger.run()))
+            method = deferred.method_name
+            arguments = {**(deferred.kwargs or {}), "event": event.payload}
 
 
 def collect(plan_file: Path) -> dict[str, Any]:

@@ -4,10 +4,13 @@ emulator of ``tests.k8s_emulator`` (each container a process on this machine), a
 (``-m k8s_real``), against a real cluster (the README's "The Kubernetes launcher"). Two-node
 tasks: success, a node that fails, an OOM kill, pods that cannot be scheduled, a user's stop of
 a training that ignores SIGTERM, a command that cannot start, a node failing while the other
-trains, and a worker lost mid-run whose next try reattaches to the running pod. The first line
-of each supplemental log says why, and the run's message carries the one of the node that
-ended the run. On the emulator, every call the runs made must be allowed by the launcher's RBAC
-Role (config/kubernetes/rbac.yaml), and every rule of the Role must have been used."""
+trains, and a worker lost mid-run whose next try reattaches to the running pod. The launch
+tasks defer while their pods run (``dag.test()`` runs their triggers inline; the runner runs
+them for the launch tasks it starts itself); a node failing while the other trains is also run
+with synchronous launch tasks. The first line of each supplemental log says why, and the run's
+message carries the one of the node that ended the run. On the emulator, every call the runs
+made must be allowed by the launcher's RBAC Role (config/kubernetes/rbac.yaml), and every rule
+of the Role must have been used."""
 
 from __future__ import annotations
 
@@ -31,8 +34,8 @@ from kubernetes.client import CoreV1Api
 from kubernetes.client.exceptions import ApiException
 
 from hooks.object_store import object_store_from_url
-from hooks.pod_node import pod_cache_holder
 from octotrain.contracts import NodeLogNames
+from octotrain.run_layout import node_cache_holder
 from octotrain.settings import REPO_ROOT
 from octotrain.storage import ObjectStore
 from tests.config.rbac import DISCOVERY_PATHS, allows, grants, launcher_role, request_access
@@ -42,6 +45,7 @@ NAMESPACE = "octotrain"
 SCENARIOS = ["demo", "node-fails", "oom", "unschedulable", "stop", "start-fails"]
 NODES = ("distributed-0", "distributed-1")
 KUBERNETES_TOML = """\
+deferrable = {deferrable}
 sync_interval_seconds = 0.5
 abort_check_seconds = 0.5
 master_port = 29500
@@ -70,12 +74,18 @@ class Cluster:
     startup_timeout: int
     emulator: KubernetesEmulator | None
 
-    def runner(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    def runner(
+        self, *args: str, timeout: float = 600, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, str(REPO_ROOT / "tests" / "e2e" / "k8s_runner.py"), *args],
-            env=self.env, capture_output=True, text=True, cwd=REPO_ROOT, timeout=timeout,
+            env=env or self.env, capture_output=True, text=True, cwd=REPO_ROOT, timeout=timeout,
             check=False,
         )  # fmt: skip
+
+    def env_for(self, mode: str) -> dict[str, str]:
+        """The runner's environment with launch tasks that defer, or that are synchronous."""
+        return self.env | {"OCTOTRAIN_KUBERNETES_CONFIG_FILE": str(self.root / f"{mode}.toml")}
 
     @property
     def store(self) -> ObjectStore:
@@ -153,10 +163,12 @@ def cluster(
     place = emulated(root) if request.param == "emulator" else real(root)
     with place as (kubeconfig, store, startup_timeout, emulator):
         node_cache = root / "node-cache" if request.param == "emulator" else ""
-        settings = root / "kubernetes.toml"
-        settings.write_text(
-            KUBERNETES_TOML.format(cache=node_cache, startup_timeout=startup_timeout)
-        )
+        for mode, deferrable in (("deferrable", "true"), ("synchronous", "false")):
+            (root / f"{mode}.toml").write_text(
+                KUBERNETES_TOML.format(
+                    cache=node_cache, startup_timeout=startup_timeout, deferrable=deferrable
+                )
+            )
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "OCTOTRAIN_"))}
         env |= store | {
             "AIRFLOW_HOME": str(root / "airflow"),
@@ -169,7 +181,7 @@ def cluster(
             "OCTOTRAIN_STATE_DIR": str(root / "state"),
             "OCTOTRAIN_LAUNCHER": "kubernetes",
             "OCTOTRAIN_KUBERNETES_NAMESPACE": NAMESPACE,
-            "OCTOTRAIN_KUBERNETES_CONFIG_FILE": str(settings),
+            "OCTOTRAIN_KUBERNETES_CONFIG_FILE": str(root / "deferrable.toml"),
             "OCTOTRAIN_STOP_GRACE_SECONDS": "3",
             "PYTHONPATH": str(REPO_ROOT),
         }
@@ -236,7 +248,7 @@ def test_a_two_node_run_succeeds_with_its_logs_metrics_and_model(
     assert cluster.pods_of(demo["task_id"]) == []  # deleted once their logs were safe
     assert cluster.services() == []  # the teardown deleted the Service
     if cluster.emulator is not None:  # the node cache is a folder of this machine
-        run = pod_cache_holder(f"runs/{demo['task_id']}/{demo['run']['run_key']}", "")
+        run = node_cache_holder(f"runs/{demo['task_id']}/{demo['run']['run_key']}", "")
         pinned = list((cluster.root / "node-cache" / ".pins").iterdir())
         assert pinned  # the stage containers pinned their inputs here (one folder per input)
         pins = [pin.name for folder in pinned for pin in folder.iterdir()]
@@ -366,29 +378,37 @@ def test_a_command_that_cannot_start_says_why(
     assert cluster.pods_of(refused["task_id"]) == []
 
 
-def launch_in_background(cluster: Cluster, plan: Path, node: str, try_number: int) -> Any:
+def launch_in_background(
+    cluster: Cluster, plan: Path, node: str, try_number: int, env: dict[str, str]
+) -> Any:
     command = [sys.executable, str(REPO_ROOT / "tests" / "e2e" / "k8s_runner.py"), "launch",
                str(plan), node, str(try_number)]  # fmt: skip
     return subprocess.Popen(
-        command, env=cluster.env, cwd=REPO_ROOT, start_new_session=True,
+        command, env=env, cwd=REPO_ROOT, start_new_session=True,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    ("mode", "task"),
+    [("deferrable", "concurrent-failure"), ("synchronous", "concurrent-failure-sync")],
+)
 def test_a_node_failing_while_the_other_trains_stops_it(
-    results: dict[str, dict[str, Any]], cluster: Cluster
+    results: dict[str, dict[str, Any]], cluster: Cluster, mode: str, task: str
 ) -> None:
-    """Both nodes' launch tasks at once, as Airflow's executors run them."""
-    task_id = results["setup"]["tasks"]["concurrent-failure"]
-    plan = cluster.root / "concurrent-plan.json"
-    prepared = cluster.runner("prepare", "concurrent-failure", str(plan))
+    """Both nodes' launch tasks at once, as Airflow's executors run them: deferred, the other
+    node's trigger sees the abort flag; synchronous, its task's watcher thread does."""
+    task_id = results["setup"]["tasks"][task]
+    plan = cluster.root / f"{task}-plan.json"
+    env = cluster.env_for(mode)
+    prepared = cluster.runner("prepare", task, str(plan), env=env)
     assert prepared.returncode == 0, prepared.stderr[-4000:]
-    workers = {node: launch_in_background(cluster, plan, node, 1) for node in NODES}
+    workers = {node: launch_in_background(cluster, plan, node, 1, env) for node in NODES}
     outputs = {node: worker.communicate(timeout=120)[0] for node, worker in workers.items()}
     assert all(worker.returncode != 0 for worker in workers.values()), outputs
     stopping = "deleting the pod: node distributed-1 was stopped because node distributed-0 failed"
     assert stopping in outputs["distributed-1"]
-    collected = cluster.runner("collect", str(plan))
+    collected = cluster.runner("collect", str(plan), env=env)
     assert results_of(collected) == [{"failed_nodes": list(NODES)}], collected.stderr[-4000:]
     run_key = json.loads(plan.read_text())["run_key"]
     result = {"task_id": task_id, "run": {"run_key": run_key}}

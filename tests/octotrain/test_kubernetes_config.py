@@ -19,6 +19,15 @@ def test_the_shipped_file_is_valid_and_maps_priorities() -> None:
     assert config.priority_class(-50) == "octotrain-low"
     assert config.scheduling("modelarts-gpu").node_local_path == "/mnt/nvme/octotrain"
     assert config.scheduling("not-listed").node_selector == {}
+    assert config.deferrable  # launch tasks hold no worker slot while their pods train
+
+
+def test_launch_tasks_defer_unless_the_file_says_otherwise(tmp_path: Path) -> None:
+    silent, synchronous = tmp_path / "silent.toml", tmp_path / "synchronous.toml"
+    silent.write_text("master_port = 29500\n")
+    synchronous.write_text("deferrable = false\n")
+    assert kubernetes_config(silent).deferrable
+    assert not kubernetes_config(synchronous).deferrable
 
 
 @pytest.mark.parametrize(
@@ -27,6 +36,7 @@ def test_the_shipped_file_is_valid_and_maps_priorities() -> None:
         ("master_port = 80", "master_port"),
         ("sync_interval_seconds = 0", "sync_interval_seconds"),
         ("colour = 'blue'", "colour"),
+        ("deferrable = 'sometimes'", "deferrable"),
         ("[[priority_classes]]\nminimum = 99\nname = 'x'", "priority_classes.0.minimum"),
     ],
 )

@@ -1,0 +1,82 @@
+"""A node's launch task and the triggerer (``operators.launch_pod``): it defers unless
+``config/kubernetes.toml`` says otherwise, and when it resumes from its trigger, a node the
+abort flag stopped fails with its reason, never retried, and a pod that did not start in time
+fails its node at once, raising the run's abort flag, without following the pod's log (which,
+for a pod that started just after its startup timeout, would hold a worker for the whole
+training)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from airflow.sdk.exceptions import AirflowFailException
+from kubernetes import client
+from sqlalchemy.orm import Session
+
+from hooks.object_store import default_object_store
+from hooks.run_abort import StoreAbortMarker
+from octotrain.abort_flags import AbortFlag
+from octotrain.pods import run_prefix
+from octotrain.settings import get_settings
+from operators.launch_pod import LaunchNodePodOperator
+from tests.operators.conftest import (
+    EMULATOR_CONN_ID,
+    EMULATOR_NAMESPACE,
+    start_pod,
+    wait_until_running,
+)
+from tests.operators.test_launch_pod import CPU_TASK, _TaskInstance, plan_of
+
+# What following the late pod's log would take (its training's length), well above what failing
+# at once takes.
+TRAINING_SECONDS = 60
+
+
+def node(**kwargs: Any) -> LaunchNodePodOperator:
+    return LaunchNodePodOperator(
+        task_id="launch", training_task_id=1, node_index="single-0", **kwargs
+    )
+
+
+def test_launch_tasks_defer_to_the_triggerer_unless_the_config_says_not_to(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert node().deferrable
+    synchronous = tmp_path / "kubernetes.toml"
+    synchronous.write_text("deferrable = false\n")
+    monkeypatch.setenv("OCTOTRAIN_KUBERNETES_CONFIG_FILE", str(synchronous))
+    get_settings.cache_clear()
+    try:
+        assert not node().deferrable
+    finally:
+        get_settings.cache_clear()
+
+
+def test_a_node_its_trigger_stopped_fails_with_its_reason_and_is_not_retried() -> None:
+    event = {"status": "stopped", "name": "train-1-single-0", "namespace": "octotrain",
+             "message": "node single-0 was stopped by alice"}  # fmt: skip
+    with pytest.raises(AirflowFailException, match=r"^node single-0 was stopped by alice$"):
+        node().trigger_reentry({}, event)  # type: ignore[arg-type]
+
+
+def test_a_pod_past_its_startup_timeout_fails_its_node_without_following_it(
+    emulated_cluster: client.CoreV1Api, rule_session: Session
+) -> None:
+    plan = plan_of(rule_session, CPU_TASK, 1)
+    start_pod(emulated_cluster, "late", f"import time; time.sleep({TRAINING_SECONDS})")
+    wait_until_running(emulated_cluster, "late")  # it started, after its startup timeout
+    context = {"ti": _TaskInstance(plan, 0), "run_id": plan.run_id, "dag": object()}
+    event = {"status": "timeout", "name": "late", "namespace": EMULATOR_NAMESPACE,
+             "message": "Pod took too long to start. More than 10s."}  # fmt: skip
+    operator = node(kubernetes_conn_id=EMULATOR_CONN_ID, namespace=EMULATOR_NAMESPACE)
+    started = time.monotonic()
+    with pytest.raises(AirflowFailException, match=r"^node single-0: "):
+        operator.trigger_reentry(context, event)  # type: ignore[arg-type]
+    assert time.monotonic() - started < TRAINING_SECONDS / 2
+    abort = StoreAbortMarker(default_object_store(), run_prefix(plan))
+    flag = abort.flag()
+    assert flag is not None and flag.node == "single-0" and not flag.stopped
+    assert flag == AbortFlag.node_failed("single-0", flag.reason)
