@@ -25,11 +25,12 @@ from typing import Any
 from hooks.local_process import AGENT_DIR
 from hooks.node_cache import NodeCache
 from hooks.run_files import write_text
-from hooks.staging import StageTarget, stage_node
+from hooks.staging import stage_inputs
 from octotrain.contracts import METRICS_META_FILE, NodeFolders, NodeLogNames
 from octotrain.input_sources import StageSource
 from octotrain.manifests import manifest_of
 from octotrain.metrics_meta import meta_report
+from octotrain.run_layout import node_cache_holder
 from octotrain.storage import ObjectStore
 
 GIB = 1024**3
@@ -50,12 +51,6 @@ def _stamped(log: Path) -> Callable[[str], None]:
             handle.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} {message}\n")
 
     return note
-
-
-def pod_cache_holder(prefix: str, node_index: str) -> str:
-    """Who pins a pod's inputs in the machine's node cache: the stage container pins them,
-    the sidecar releases them once the training has ended."""
-    return f"{prefix}-{node_index}".replace("/", "-")
 
 
 def stage_pod_node(
@@ -87,13 +82,10 @@ def stage_pod_node(
         with tempfile.TemporaryDirectory(prefix="octotrain-stage-") as scratch:
             store.get_file(plan_key, Path(scratch) / "stage.json")
             document = json.loads((Path(scratch) / "stage.json").read_text())
-        data, models = _sources(document["data"]), _sources(document["models"])
-        targets = [
-            StageTarget(folders.dataset, data),
-            StageTarget(folders.model, models, whole=len(models) == 1),
-        ]
+        sources = _sources(document["data"]), _sources(document["models"])
         cache = NodeCache(cache_dir, max_bytes=cache_max_bytes)
-        stage_node(store, cache, targets, note, holder=pod_cache_holder(prefix, node_index))
+        holder = node_cache_holder(prefix, node_index)
+        stage_inputs(store, cache, folders, sources, note, holder=holder)
         note(f"data preparation finished for node {node_index}")
     except Exception as error:
         note(f"ERROR staging failed: {error}")
@@ -203,7 +195,7 @@ class NodeSync:
         if self.cache is None:
             return
         try:
-            self.cache.unpin(pod_cache_holder(self.prefix, self.node_index))
+            self.cache.unpin(node_cache_holder(self.prefix, self.node_index))
         except OSError as error:  # kept: the pins go stale in time
             self.note(f"could not release the node cache's pins: {error}")
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hooks.node_cache import WHOLE, NodeCache, ViewPart, discard, expose, human_bytes
+from octotrain.contracts import NodeFolders
 from octotrain.input_sources import StageSource
 from octotrain.manifests import total_size
 from octotrain.storage import ObjectStore, ObjectStoreError, prefix_of
@@ -69,6 +70,26 @@ class _Progress:
             f"{self.name}: {human_bytes(self.done)} of {human_bytes(self.total)} "
             f"({percent:.0f}%) at {human_bytes(rate)}/s, ETA {eta:.0f}s"
         )
+
+
+def stage_inputs(
+    store: ObjectStore,
+    cache: NodeCache,
+    folders: NodeFolders,
+    sources: tuple[list[StageSource], list[StageSource]],
+    note: Note,
+    *,
+    holder: str,
+) -> list[StageReport]:
+    """Give a node its data inputs in ``DATASET`` and its input models in ``MODEL``: the one
+    layout of both launchers (a process's run folder, a pod's work folder)."""
+    data, models = sources
+    targets = [
+        StageTarget(folders.dataset, data),
+        # One input version: its files are MODEL itself; several: one sub-folder each.
+        StageTarget(folders.model, models, whole=len(models) == 1),
+    ]
+    return stage_node(store, cache, targets, note, holder=holder)
 
 
 def stage_node(

@@ -117,9 +117,8 @@ class RunLayout:
         return self.logs_dir / name
 
     def cache_holder(self, node_index: str) -> str:
-        """Who pins node-cache entries while the run uses them: one node of this run (with
-        ``""``, the prefix of every node's, which ``collect_logs`` releases)."""
-        return f"{self.task_id}-{self.run_key}-{node_index}"
+        """Who pins node-cache entries while the run uses them (``node_cache_holder``)."""
+        return node_cache_holder(self.objects.prefix, node_index)
 
     @property
     def objects(self) -> RunObjects:
@@ -145,6 +144,13 @@ def recorded_layout(
     one yet has no nodes (so no files: nothing of it exists)."""
     layout = RunLayout(runs_dir, task_id, str(plan.get("run_key", "none")))
     return layout, [str(node) for node in plan.get("node_indices", [])]
+
+
+def node_cache_holder(run_prefix: str, node_index: str) -> str:
+    """Who pins a node's inputs in its machine's node cache while it trains, named from the
+    run's object-store prefix, which a pod's containers know too: with ``""``, the start of
+    every node's of the run (released together when the run's logs are collected)."""
+    return f"{run_prefix}-{node_index}".replace("/", "-")
 
 
 def model_import_prefix(project: str, repository: str, version: int) -> str:

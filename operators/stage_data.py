@@ -24,7 +24,7 @@ from hooks.local_process import RunAbortMarker
 from hooks.mounts import MountUnavailable, expose_mount
 from hooks.node_cache import DiskTooSmall, NodeCache
 from hooks.object_store import default_object_store
-from hooks.staging import StageTarget, stage_node
+from hooks.staging import stage_inputs
 from octotrain.abort_flags import AbortFlag
 from octotrain.input_sources import StageSource, current_sources
 from octotrain.planning import RunPlan
@@ -114,12 +114,8 @@ def stage_one_node(
     data, models, mounts = sources
     folders = layout.node_folders(node_index)
     folders.create()
-    targets = [
-        StageTarget(folders.dataset, data),
-        # One input version: its files are MODEL itself; several: one sub-folder each.
-        StageTarget(folders.model, models, whole=len(models) == 1),
-    ]
-    stage_node(store, cache, targets, note, holder=layout.cache_holder(node_index))
+    holder = layout.cache_holder(node_index)
+    stage_inputs(store, cache, folders, (data, models), note, holder=holder)
     for source in mounts:
         path = expose_mount(store, source.object_prefix, folders.mounts / source.name, mounts_root)
         note(f"mounted {source.name} read-only at {path} (no download)")

@@ -16,9 +16,10 @@ import pytest
 
 from hooks.local_store import LocalFolderStore
 from hooks.node_cache import NodeCache
-from hooks.pod_node import NodeSync, pod_cache_holder, stage_plan, stage_pod_node
+from hooks.pod_node import NodeSync, stage_plan, stage_pod_node
 from hooks.run_files import read_json, read_text, write_text
 from octotrain.manifests import content_digest
+from octotrain.run_layout import node_cache_holder
 from tests.hooks.test_node_cache import put_version
 
 PREFIX = "runs/7/manual-1"
@@ -142,8 +143,8 @@ def test_the_final_upload_follows_the_exit_status_and_the_sidecar_waits_to_be_st
     exit_file, done_file = work / "exit-code", work / "upload-done"
     exit_file.write_text('{"exit_status": 137, "killed_after_grace_seconds": 2.0}')
     cache = NodeCache(tmp_path / "cache", max_bytes=GIB)
-    cache.pin("a" * 64, pod_cache_holder(PREFIX, "distributed-0"))  # as the stage container did
-    cache.pin("a" * 64, pod_cache_holder(PREFIX, "distributed-1"))  # another pod on the machine
+    cache.pin("a" * 64, node_cache_holder(PREFIX, "distributed-0"))  # as the stage container did
+    cache.pin("a" * 64, node_cache_holder(PREFIX, "distributed-1"))  # another pod on the machine
     sidecar = NodeSync(store, prefix=PREFIX, task_id=7, node_index="distributed-0", work=work,
                        cache=cache)  # fmt: skip
     stopper = sigterm_once(done_file.exists)  # the wrapper sees it and the container ends
@@ -163,7 +164,7 @@ def test_the_final_upload_follows_the_exit_status_and_the_sidecar_waits_to_be_st
     assert "uploaded OUTPUT: 1 files" in sidecar_log
     # the node's inputs may be evicted from the machine's cache now; the other node's stay
     pins = [pin.name for pin in (tmp_path / "cache" / ".pins" / ("a" * 64)).iterdir()]
-    assert pins == [pod_cache_holder(PREFIX, "distributed-1")]
+    assert pins == [node_cache_holder(PREFIX, "distributed-1")]
 
 
 @pytest.mark.usefixtures("restored_sigterm")
