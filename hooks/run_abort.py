@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from hooks.run_files import read_json, read_text, write_text
 from octotrain.abort_flags import AbortFlag
+from octotrain.run_layout import RunObjects
 from octotrain.storage import ObjectStore
 
 
@@ -17,7 +18,8 @@ class StoreAbortMarker:
     def __init__(self, store: ObjectStore, run_prefix: str) -> None:
         self.store = store
         self.prefix = run_prefix
-        self.key = f"{run_prefix}/ABORT.json"
+        self.objects = RunObjects.from_prefix(run_prefix)
+        self.key = self.objects.abort_flag
 
     def raise_flag(self, flag: AbortFlag) -> None:
         """The first flag stays: it names the node that ended the run, or the stop."""
@@ -44,7 +46,7 @@ class StoreAbortMarker:
         return None if document is None else str(document["because"])
 
     def _stop_key(self, node_index: str) -> str:
-        return f"{self.prefix}/stops/{node_index}.json"
+        return self.objects.stop_record(node_index)
 
 
 class AbortWatcher:

@@ -91,6 +91,11 @@ class RunPlan(BaseModel):
         document["parameters"] = masked(document["parameters"])
         return document
 
+    @property
+    def has_secrets(self) -> bool:
+        """Whether ``shown`` masks anything (then the real values are kept apart)."""
+        return any(is_sensitive(name) for name in [*self.env, *self.parameters])
+
     def secret_values(self) -> dict[str, dict[str, Any]]:
         """The real values that ``shown`` masks; only the stages that start nodes read them."""
         return {

@@ -85,11 +85,6 @@ def master_address(plan: RunPlan, namespace: str) -> str:
     return f"{plan.node_indices[0]}.{service_name(plan)}.{namespace}.svc.cluster.local"
 
 
-def run_prefix(plan: RunPlan) -> str:
-    """Where the run's files are in the object store (``RunObjects``)."""
-    return plan.objects.prefix
-
-
 def pod_labels(plan: RunPlan, node_index: str) -> dict[str, str]:
     return {LABEL_TASK: str(plan.task_id), LABEL_RUN: run_label(plan), LABEL_NODE: node_index}
 
@@ -140,7 +135,7 @@ def node_pod(plan: RunPlan, node_index: str, settings: PodSettings) -> dict[str,
     limits = {"cpu": _cpu(resources.cpu), "memory": f"{resources.memory_mib}Mi"}
     if resources.gpu_count:
         limits["nvidia.com/gpu"] = str(resources.gpu_count)
-    prefix = run_prefix(plan)
+    prefix = plan.objects.prefix
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",

@@ -43,6 +43,14 @@ class RunObjects:
     task_id: int
     run_key: str
 
+    @classmethod
+    def from_prefix(cls, prefix: str) -> RunObjects:
+        """The run whose files are under ``prefix`` (what a pod's containers are told)."""
+        root, task_id, run_key = prefix.split("/")
+        if root != "runs" or not task_id.isdigit() or not run_key:
+            raise ValueError(f"{prefix!r} is not a run's prefix, runs/<task id>/<run key>")
+        return cls(int(task_id), run_key)
+
     @property
     def prefix(self) -> str:
         return f"runs/{self.task_id}/{self.run_key}"

@@ -40,11 +40,11 @@ from hooks.run_abort import AbortWatcher, StoreAbortMarker
 from octotrain.abort_flags import AbortFlag
 from octotrain.kubernetes_config import kubernetes_config
 from octotrain.planning import RunPlan
-from octotrain.pods import node_pod, run_prefix
+from octotrain.pods import node_pod
 from octotrain.settings import get_settings
 from operators.node_pod_trigger import STOPPED, NodePodTrigger
 from operators.pod_settings import pod_settings
-from operators.training_stage import PLAN_XCOM_KEY, VALIDATE_TASK_ID
+from operators.training_stage import PLAN_XCOM_KEY, VALIDATE_TASK_ID, with_real_secrets
 
 # A lost worker's node is tried again soon: its pod is still running.
 RETRY_DELAY = timedelta(seconds=10)
@@ -89,7 +89,7 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         then adds its own labels, which let it find the pod again after a restart."""
         if context is None:
             raise AirflowException("the pod of a node is built from its run's plan (a context)")
-        plan = self._plan(context)
+        plan = with_real_secrets(self._plan(context))
         assert plan.resources is not None
         self.pod_template_dict = node_pod(plan, self.node_index, pod_settings(plan.resources.spec))
         self.name = f"train-{plan.task_id}-{self.node_index}"
@@ -163,7 +163,7 @@ class LaunchNodePodOperator(KubernetesPodOperator):
 
     def _abort_marker(self, context: Context) -> StoreAbortMarker:
         """The run's abort flag, kept for ``defer`` and ``on_kill``."""
-        self._abort = StoreAbortMarker(default_object_store(), run_prefix(self._plan(context)))
+        self._abort = StoreAbortMarker(default_object_store(), self._plan(context).objects.prefix)
         return self._abort
 
     @contextmanager

@@ -33,14 +33,20 @@ class TrainingStageOperator(BaseOperator):
         return RunPlan.model_validate(document)
 
     def plan_to_start_nodes(self, context: Context) -> RunPlan:
-        """The plan with its secrets' real values, which Airflow's copy masks: only for the
-        stages that start nodes (they reach the training's environment and arguments)."""
-        plan = self.run_plan(context)
-        with default_catalog().session() as session:
-            return plan.with_secrets(run_secrets(session, plan.catalog_run_id))
+        """The plan with its secrets' real values (``with_real_secrets``)."""
+        return with_real_secrets(self.run_plan(context))
 
     @staticmethod
     def layout(plan: RunPlan) -> RunLayout:
         return RunLayout(
             runs_dir=get_settings().runs_dir, task_id=plan.task_id, run_key=plan.run_key
         )
+
+
+def with_real_secrets(plan: RunPlan) -> RunPlan:
+    """``plan`` with its secrets' real values, which Airflow's copy masks: only for the
+    stages that start nodes (the values reach the training's environment and arguments)."""
+    if not plan.has_secrets:
+        return plan
+    with default_catalog().session() as session:
+        return plan.with_secrets(run_secrets(session, plan.catalog_run_id))

@@ -120,13 +120,18 @@ def results_of(completed: subprocess.CompletedProcess[str]) -> list[dict[str, An
     ]
 
 
+EMULATOR_STARTUP_TIMEOUT = 25
+
+
 @contextmanager
 def emulated(root: Path) -> Iterator[Place]:
     """The loopback emulator: pods are processes here, the store a local folder."""
     with KubernetesEmulator(root=root / "cluster", gpus=0, cpu="16", memory="64Gi") as emulator:
         kubeconfig = emulator.write_kubeconfig(root / "kubeconfig", namespace=NAMESPACE)
         store = {"OCTOTRAIN_OBJECT_STORE_URL": f"file://{root / 'state' / 'objects'}"}
-        yield kubeconfig, store, 10, emulator
+        # A pod's start (its stage container) takes a few seconds here, more on a loaded
+        # machine: the limit is what the unschedulable scenario waits for, so not too long.
+        yield kubeconfig, store, EMULATOR_STARTUP_TIMEOUT, emulator
 
 
 @contextmanager

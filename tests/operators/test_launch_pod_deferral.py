@@ -19,7 +19,6 @@ from sqlalchemy.orm import Session
 from hooks.object_store import default_object_store
 from hooks.run_abort import StoreAbortMarker
 from octotrain.abort_flags import AbortFlag
-from octotrain.pods import run_prefix
 from octotrain.settings import get_settings
 from operators.launch_pod import LaunchNodePodOperator
 from tests.operators.conftest import (
@@ -76,7 +75,7 @@ def test_a_pod_past_its_startup_timeout_fails_its_node_without_following_it(
     with pytest.raises(AirflowFailException, match=r"^node single-0: "):
         operator.trigger_reentry(context, event)  # type: ignore[arg-type]
     assert time.monotonic() - started < TRAINING_SECONDS / 2
-    abort = StoreAbortMarker(default_object_store(), run_prefix(plan))
+    abort = StoreAbortMarker(default_object_store(), plan.objects.prefix)
     flag = abort.flag()
     assert flag is not None and flag.node == "single-0" and not flag.stopped
     assert flag == AbortFlag.node_failed("single-0", flag.reason)

@@ -58,3 +58,36 @@ def test_secrets_are_masked_in_xcom_and_the_catalog_and_given_to_the_nodes(
     plan = launch.plan_to_start_nodes(context)
     assert plan.env == {"HF_TOKEN": "hf_run", "THREADS": "2"}
     assert list(plan.parameters.items()) == [("api_key", "k-1"), ("epochs", 3)]  # their order
+
+
+def test_a_nodes_pod_gets_the_real_values(
+    catalog: CatalogHook, store: LocalFolderStore, octotrain_env: Path
+) -> None:
+    from kubernetes.client import ApiClient
+
+    from operators.launch_pod import LaunchNodePodOperator
+
+    seed(catalog, store)
+    with catalog.session() as session:
+        Algorithms(session, ADMIN).create(
+            "demo",
+            {"name": "pod-secrets", "image": "python:3.11", "command": ["python", "t.py"],
+             "sample_type": "table", "env": {"HF_TOKEN": "hf_saved"},
+             "parameters": [{"name": "api_key", "type": "string", "default": "k-1"}]},
+        )  # fmt: skip
+    task = add_task(catalog, name="pod-secretive", algorithm="pod-secrets", parameters={},
+                    node_count=1)  # fmt: skip
+    ti = _TaskInstance()
+    ti.map_index, ti.dag_id, ti.task_id, ti.try_number = 0, f"octotrain_task_{task}", "launch", 1
+    dag_run = SimpleNamespace(run_id="manual__p", conf={}, run_type="manual",
+                              triggering_user_name="alice")  # fmt: skip
+    context: Any = {"dag_run": dag_run, "ti": ti, "run_id": "manual__p", "dag": object()}
+    ValidateTaskOperator(task_id="validate", training_task_id=task).execute(context)
+    assert ti.pushed["plan"]["env"]["HF_TOKEN"] == "***"
+    operator = LaunchNodePodOperator(task_id="launch", training_task_id=task, node_index="single-0")
+    pod = ApiClient().sanitize_for_serialization(
+        operator.build_pod_request_obj(context, dry_run=True)
+    )
+    [base] = [c for c in pod["spec"]["containers"] if c["name"] == "base"]
+    assert {"name": "HF_TOKEN", "value": "hf_saved"} in base["env"]
+    assert "--api_key=k-1" in base["command"] + base.get("args", [])
