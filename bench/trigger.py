@@ -78,9 +78,27 @@ def _wait(http: httpx.Client, dag_id: str, run_id: str, timeout: float = 300) ->
     raise TimeoutError(f"{dag_id} run {run_id} did not end in {timeout}s")
 
 
+def _moment(value: str) -> float:
+    return datetime.fromisoformat(value).timestamp()
+
+
+def _task_times(http: httpx.Client, dag_id: str, run_id: str) -> dict[str, tuple[float, float]]:
+    """Where a run's time went, per task: from the end of the task before it (or the run's
+    start) to its own start (scheduling and the task process's start), and its own run."""
+    run = http.get(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}").json()
+    instances = http.get(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances").json()
+    previous_end = _moment(run["start_date"])
+    times = {}
+    for ti in sorted(instances["task_instances"], key=lambda ti: ti["start_date"] or ""):
+        start, end = _moment(ti["start_date"]), _moment(ti["end_date"])
+        times[ti["task_id"]] = (start - previous_end, end - start)
+        previous_end = max(previous_end, end)
+    return times
+
+
 def _measure(
     http: httpx.Client, marks: Path, dag_id: str, path: str, body: dict
-) -> tuple[float, float]:
+) -> tuple[float, float, dict[str, tuple[float, float]]]:
     started = time.time()
     answer = http.post(path, json=body)
     answer.raise_for_status()
@@ -88,9 +106,10 @@ def _measure(
     run = _wait(http, dag_id, run_id)
     if run["state"] != "success":
         raise RuntimeError(f"{dag_id} run {run_id} {run['state']}")
-    ended = datetime.fromisoformat(run["end_date"]).timestamp()
+    ended = _moment(run["end_date"])
     node_started = _marks(marks)[run_id]
-    return node_started - started, ended - started - TRAINING_SECONDS
+    tasks = _task_times(http, dag_id, run_id)
+    return node_started - started, ended - started - TRAINING_SECONDS, tasks
 
 
 def main() -> None:
@@ -119,7 +138,8 @@ def main() -> None:
     ) as (server, task_id):
         headers = server.admin_headers()
         with httpx.Client(base_url=server.url, headers=headers, timeout=HTTP_SECONDS) as http:
-            results: dict[str, list[tuple[float, float]]] = {"bare": [], "octotrain": []}
+            results: dict[str, list[tuple[float, float, dict[str, tuple[float, float]]]]]
+            results = {"bare": [], "octotrain": []}
             for _ in range(arguments.runs):
                 results["bare"].append(_measure(http, marks, "bare_bash",
                     "/api/v2/dags/bare_bash/dagRuns", {"logical_date": None}))  # fmt: skip
@@ -136,6 +156,12 @@ def main() -> None:
               f"({min(overhead):.2f}-{max(overhead):.2f})")  # fmt: skip
     print(f"  ratio      trigger→first node {medians['octotrain'][0] / medians['bare'][0]:.2f}x"
           f"   overhead {medians['octotrain'][1] / medians['bare'][1]:.2f}x")  # fmt: skip
+    for name, samples in results.items():
+        print(f"  where {name}'s time goes, median per task: wait before it / its own run")
+        for task in samples[0][2]:
+            waits = statistics.median(sample[2][task][0] for sample in samples)
+            runs = statistics.median(sample[2][task][1] for sample in samples)
+            print(f"    {task:14} {waits:6.2f} s / {runs:6.2f} s")
 
 
 if __name__ == "__main__":

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hooks.local_store import LocalFolderStore
-from hooks.s3_store import S3Store, s3_store_from_url
 from octotrain.settings import get_settings
 from octotrain.storage import ObjectInfo, ObjectStore, ObjectStoreError, prefix_of
+
+if TYPE_CHECKING:
+    from hooks.s3_store import S3Store
 
 
 def object_store_from_url(url: str) -> ObjectStore:
@@ -27,7 +30,12 @@ def object_store_from_url(url: str) -> ObjectStore:
 
 @lru_cache(maxsize=8)
 def _s3_store(url: str) -> S3Store:
-    """One client (and transfer manager, with its connections) per bucket URL per process."""
+    """One client (and transfer manager, with its connections) per bucket URL per process.
+
+    Imported here, not at the top: boto3 takes 0.6 s to import, which every task process
+    would otherwise pay when it parses the DAG file (bench.trigger), S3 or not."""
+    from hooks.s3_store import s3_store_from_url
+
     settings = get_settings()
     return s3_store_from_url(
         url,
