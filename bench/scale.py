@@ -5,9 +5,11 @@
   task runner does) and parses the tasks' DAG file with Airflow's parsing context naming one
   task's DAG. Goal: the 5,000 figure within 1.2x of the 1 figure. Baseline: the same for a
   DAG file of one BashOperator.
-- ``dag-processor parse``: the same file parsed without a parsing context (every task's DAG),
-  as the dag-processor does; it must stay well under Airflow's import timeout
-  (``[core] dagbag_import_timeout``, 30 s by default).
+- ``dag-processor``: the same file parsed without a parsing context (every task's DAG), as the
+  dag-processor does: the file's import, which must stay well under Airflow's import timeout
+  (``[core] dagbag_import_timeout``, 30 s by default), and the serialization of its DAGs that
+  follows in the same process (``[dag_processor] dag_file_processor_timeout``, 50 s, bounds
+  both).
 
 Each figure is the median of ``--repeats`` fresh processes (wall time, interpreter start
 included). The catalog is SQLite; the tasks are copies of the demo task under other names,
@@ -30,6 +32,7 @@ from pathlib import Path
 from octotrain.settings import REPO_ROOT
 
 TASKS_DAG_FILE = REPO_ROOT / "dags" / "training_tasks.py"
+IMPORT_TIMEOUT = 30.0  # [core] dagbag_import_timeout's default
 BARE_DAG = """
 from airflow.providers.standard.operators.bash import BashOperator
 from airflow.sdk import DAG
@@ -39,13 +42,19 @@ with DAG(dag_id="bare", schedule=None):
 """
 # What a task runner does before the operator: load plugins, parse the DAG's file.
 PARSE = """
-import sys
+import sys, time
 from airflow import plugins_manager
 from airflow.dag_processing.dagbag import DagBag
+from airflow.serialization.serialized_objects import DagSerialization
 plugins_manager.ensure_plugins_loaded()
+started = time.perf_counter()
 bag = DagBag(dag_folder=sys.argv[1])
+parsed = time.perf_counter()
 assert not bag.import_errors, bag.import_errors
-print(len(bag.dags))
+if len(sys.argv) > 2:
+    for dag in bag.dags.values():
+        DagSerialization.serialize_dag(dag)
+print(len(bag.dags), parsed - started, time.perf_counter() - parsed)
 """
 
 
@@ -76,19 +85,28 @@ def fill_catalog(url: str, root: Path, tasks: int) -> int:
     return demo.task_id
 
 
-def parse_seconds(dag_file: Path, env: dict[str, str], repeats: int) -> tuple[float, int]:
-    """Median wall time of a fresh process parsing ``dag_file``, and how many DAGs it built."""
-    samples, built = [], 0
+def parse_seconds(
+    dag_file: Path, env: dict[str, str], repeats: int, *, serialize: bool = False
+) -> tuple[float, int, float, float]:
+    """Median wall time of a fresh process parsing ``dag_file``, how many DAGs it built, and
+    (medians) how long the file's import took in it (what ``[core] dagbag_import_timeout``
+    bounds) and the serialization of its DAGs (which the dag-processor then does)."""
+    walls, imports, serializations, built = [], [], [], 0
     for _ in range(repeats):
         started = time.perf_counter()
         done = subprocess.run(
-            [sys.executable, "-c", PARSE, str(dag_file)], env=env, capture_output=True, text=True
-        )
-        samples.append(time.perf_counter() - started)
+            [sys.executable, "-c", PARSE, str(dag_file), *(["serialize"] if serialize else [])],
+            env=env, capture_output=True, text=True,
+        )  # fmt: skip
+        walls.append(time.perf_counter() - started)
         if done.returncode != 0:
             raise RuntimeError(done.stderr[-3000:])
-        built = int(done.stdout.strip().splitlines()[-1])
-    return statistics.median(samples), built
+        count, imported, serialized = done.stdout.strip().splitlines()[-1].split()
+        built = int(count)
+        imports.append(float(imported))
+        serializations.append(float(serialized))
+    median = statistics.median
+    return median(walls), built, median(imports), median(serializations)
 
 
 def main() -> None:
@@ -111,7 +129,7 @@ def main() -> None:
         bare.write_text(BARE_DAG)
         runner = base_env | {"_AIRFLOW_PARSING_CONTEXT_DAG_ID": "bare",
                              "_AIRFLOW_PARSING_CONTEXT_TASK_ID": "run"}  # fmt: skip
-        baseline, _ = parse_seconds(bare, runner, args.repeats)
+        baseline, _, _, _ = parse_seconds(bare, runner, args.repeats)
         print(f"baseline: task start of a bare BashOperator DAG      {baseline:7.2f} s")
         starts: dict[int, float] = {}
         for size in sizes:
@@ -126,13 +144,17 @@ def main() -> None:
             }
             runner = env | {"_AIRFLOW_PARSING_CONTEXT_DAG_ID": f"octotrain_task_{demo}",
                             "_AIRFLOW_PARSING_CONTEXT_TASK_ID": "validate"}  # fmt: skip
-            starts[size], _ = parse_seconds(TASKS_DAG_FILE, runner, args.repeats)
-            whole, built = parse_seconds(TASKS_DAG_FILE, env, max(1, args.repeats // 2))
+            starts[size], _, _, _ = parse_seconds(TASKS_DAG_FILE, runner, args.repeats)
+            _, built, imported, serialized = parse_seconds(
+                TASKS_DAG_FILE, env, max(1, args.repeats // 2), serialize=True
+            )
             print(
                 f"{size:>5} tasks: task start {starts[size]:6.2f} s "
                 f"({starts[size] / baseline:4.2f}x bare, "
                 f"{starts[size] / starts[sizes[0]]:4.2f}x {sizes[0]} task(s));  "
-                f"dag-processor parse of {built} DAGs {whole:6.2f} s"
+                f"dag-processor: the file's import {imported:6.2f} s for {built} DAGs "
+                f"({imported / IMPORT_TIMEOUT:4.2f}x Airflow's import timeout), "
+                f"their serialization {serialized:6.2f} s"
             )
 
 

@@ -19,7 +19,7 @@ from airflow.sdk import Param
 from octotrain.argument_limits import text_value_schema
 from octotrain.catalog.models import Algorithm, ResourceSpec, TrainingTask
 from octotrain.run_settings import run_node_limit
-from octotrain.task_spec import MAX_INPUT_MODELS, MAX_VERSION_NUMBER, PRIORITY_RANGE
+from octotrain.task_spec import MAX_INPUT_MODELS, MAX_VERSION_NUMBER, PRIORITY_RANGE, TaskSpec
 
 JSON_TYPES = {"int": "integer", "float": "number", "bool": "boolean", "string": "string"}
 RUN_SECTION = "Run"
@@ -43,11 +43,13 @@ def algorithm_param(declaration: dict[str, Any], value: Any) -> Param:
 
 
 def run_params(
-    task: TrainingTask, algorithm: Algorithm | None, spec: ResourceSpec | None
+    task: TrainingTask,
+    document: TaskSpec,
+    algorithm: Algorithm | None,
+    spec: ResourceSpec | None,
 ) -> dict[str, Param]:
     """The DAG's Params for ``task``; the algorithm's only when it still exists (otherwise
     ``validate`` fails the run naming it)."""
-    document = task.document
     max_nodes = run_node_limit(task.project, spec)
     params = {
         "node_count": Param(
