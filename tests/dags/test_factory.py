@@ -72,6 +72,12 @@ def test_dag_file_loads_every_task(
     ]
 
 
+def as_task_runner_of(monkeypatch: pytest.MonkeyPatch, dag_id: str) -> None:
+    """Airflow's parsing context, as a task runner of ``dag_id``'s ``validate`` sets it."""
+    monkeypatch.setenv("_AIRFLOW_PARSING_CONTEXT_DAG_ID", dag_id)
+    monkeypatch.setenv("_AIRFLOW_PARSING_CONTEXT_TASK_ID", "validate")
+
+
 def test_a_task_runner_builds_only_the_dag_it_runs(
     catalog: CatalogHook,
     store: LocalFolderStore,
@@ -82,8 +88,7 @@ def test_a_task_runner_builds_only_the_dag_it_runs(
     tasks in the catalog (bench.scale)."""
     demo = seed(catalog, store)
     other = add_task(catalog, name="other")
-    monkeypatch.setenv("_AIRFLOW_PARSING_CONTEXT_DAG_ID", dag_id_for(other))
-    monkeypatch.setenv("_AIRFLOW_PARSING_CONTEXT_TASK_ID", "validate")
+    as_task_runner_of(monkeypatch, dag_id_for(other))
     built = build_all_dags(catalog.url, only_dag_id=dag_id_for(other))
     assert list(built) == [dag_id_for(other)]
     assert built[dag_id_for(other)].params.get_param("epochs").value == 5
@@ -105,8 +110,7 @@ def test_a_task_runner_of_a_deleted_tasks_run_gets_a_dag_that_fails_at_once(
     demo = seed(catalog, store)
     gone = dag_id_for(demo.task_id + 1000)
     assert gone not in DagBag(dag_folder=DAGS_FOLDER).dags  # the dag-processor's parse
-    monkeypatch.setenv("_AIRFLOW_PARSING_CONTEXT_DAG_ID", gone)
-    monkeypatch.setenv("_AIRFLOW_PARSING_CONTEXT_TASK_ID", "validate")
+    as_task_runner_of(monkeypatch, gone)
     dags = DagBag(dag_folder=DAGS_FOLDER).dags
     assert dag_id_for(demo.task_id) not in dags  # a task runner builds only its DAG
     stand_in = dags[gone]
@@ -114,7 +118,7 @@ def test_a_task_runner_of_a_deleted_tasks_run_gets_a_dag_that_fails_at_once(
     with pytest.raises(AirflowFailException, match=f"training task {demo.task_id + 1000} was "
                        "deleted from the catalog; this run of its DAG cannot start"):  # fmt: skip
         stand_in.get_task("validate").execute({})
-    monkeypatch.setenv("_AIRFLOW_PARSING_CONTEXT_DAG_ID", "some_other_dag")
+    as_task_runner_of(monkeypatch, "some_other_dag")
     assert "some_other_dag" not in DagBag(dag_folder=DAGS_FOLDER).dags
 
 

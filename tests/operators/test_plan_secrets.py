@@ -28,9 +28,11 @@ class _TaskInstance:
         return self.pushed[key]
 
 
-def test_secrets_are_masked_in_xcom_and_the_catalog_and_given_to_the_nodes(
-    catalog: CatalogHook, store: LocalFolderStore, octotrain_env: Path
-) -> None:
+def validated_secretive_task(
+    catalog: CatalogHook, store: LocalFolderStore, conf: dict[str, Any]
+) -> tuple[int, Any]:
+    """A task whose algorithm has a secret variable and a secret parameter, validated for a
+    run with ``conf``: its id and the run's context (the plan ``validate`` pushed in it)."""
     seed(catalog, store)
     with catalog.session() as session:
         Algorithms(session, ADMIN).create(
@@ -43,11 +45,19 @@ def test_secrets_are_masked_in_xcom_and_the_catalog_and_given_to_the_nodes(
     task = add_task(catalog, name="secretive", algorithm="with-secrets", parameters={},
                     node_count=1)  # fmt: skip
     ti = _TaskInstance()
-    dag_run = SimpleNamespace(run_id="manual__s", conf={"env": {"HF_TOKEN": "hf_run"}},
-                              run_type="manual", triggering_user_name="alice")  # fmt: skip
-    context: Any = {"dag_run": dag_run, "ti": ti}
+    ti.map_index, ti.dag_id, ti.task_id, ti.try_number = 0, f"octotrain_task_{task}", "launch", 1
+    dag_run = SimpleNamespace(run_id="manual__s", conf=conf, run_type="manual",
+                              triggering_user_name="alice")  # fmt: skip
+    context: Any = {"dag_run": dag_run, "ti": ti, "run_id": "manual__s", "dag": object()}
     ValidateTaskOperator(task_id="validate", training_task_id=task).execute(context)
-    pushed = ti.pushed["plan"]
+    return task, context
+
+
+def test_secrets_are_masked_in_xcom_and_the_catalog_and_given_to_the_nodes(
+    catalog: CatalogHook, store: LocalFolderStore, octotrain_env: Path
+) -> None:
+    task, context = validated_secretive_task(catalog, store, {"env": {"HF_TOKEN": "hf_run"}})
+    pushed = context["ti"].pushed["plan"]
     assert pushed["env"] == {"HF_TOKEN": "***", "THREADS": "2"}
     assert pushed["parameters"] == {"api_key": "***", "epochs": 3}
     with catalog_for(catalog.url).session() as session:
@@ -67,23 +77,7 @@ def test_a_nodes_pod_gets_the_real_values(
 
     from operators.launch_pod import LaunchNodePodOperator
 
-    seed(catalog, store)
-    with catalog.session() as session:
-        Algorithms(session, ADMIN).create(
-            "demo",
-            {"name": "pod-secrets", "image": "python:3.11", "command": ["python", "t.py"],
-             "sample_type": "table", "env": {"HF_TOKEN": "hf_saved"},
-             "parameters": [{"name": "api_key", "type": "string", "default": "k-1"}]},
-        )  # fmt: skip
-    task = add_task(catalog, name="pod-secretive", algorithm="pod-secrets", parameters={},
-                    node_count=1)  # fmt: skip
-    ti = _TaskInstance()
-    ti.map_index, ti.dag_id, ti.task_id, ti.try_number = 0, f"octotrain_task_{task}", "launch", 1
-    dag_run = SimpleNamespace(run_id="manual__p", conf={}, run_type="manual",
-                              triggering_user_name="alice")  # fmt: skip
-    context: Any = {"dag_run": dag_run, "ti": ti, "run_id": "manual__p", "dag": object()}
-    ValidateTaskOperator(task_id="validate", training_task_id=task).execute(context)
-    assert ti.pushed["plan"]["env"]["HF_TOKEN"] == "***"
+    task, context = validated_secretive_task(catalog, store, {})
     operator = LaunchNodePodOperator(task_id="launch", training_task_id=task, node_index="single-0")
     pod = ApiClient().sanitize_for_serialization(
         operator.build_pod_request_obj(context, dry_run=True)
