@@ -435,7 +435,7 @@ def verify(
     expected_prefixes = set()
     for run_id, run in runs.items():
         key = run_key(run_id)
-        prefix = model_run_prefix("demo", REPOSITORY, key)
+        prefix = model_run_prefix("demo", REPOSITORY, task_id, key)
         if run["state"] == "success":
             expected_prefixes.add(prefix)
             problems = _check_success(store, task_id, run_id, key, prefix, versions, catalog_runs)

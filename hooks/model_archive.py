@@ -62,7 +62,7 @@ def archive_outputs(
 ) -> ModelVersion:
     """Archive ``files`` (relative path → local file) as the next version of the plan's
     output repository."""
-    prefix = model_run_prefix(plan.project, plan.output_repository, plan.run_key)
+    prefix = model_run_prefix(plan.project, plan.output_repository, plan.task_id, plan.run_key)
     archived = _archived(catalog, plan, prefix)
     if archived is not None:
         return archived
@@ -110,7 +110,7 @@ def archive_stored_outputs(
 ) -> ModelVersion:
     """Archive the ``stored_outputs`` of a run: copied inside the store (no download) under
     the run's model prefix, checked, then committed like ``archive_outputs``."""
-    prefix = model_run_prefix(plan.project, plan.output_repository, plan.run_key)
+    prefix = model_run_prefix(plan.project, plan.output_repository, plan.task_id, plan.run_key)
     archived = _archived(catalog, plan, prefix)
     if archived is not None:
         return archived

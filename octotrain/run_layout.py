@@ -166,7 +166,10 @@ def model_import_prefix(project: str, repository: str, version: int) -> str:
     return f"models/{project}/{repository}/{version}"
 
 
-def model_run_prefix(project: str, repository: str, run_key: str) -> str:
-    """Where a run archives its model; the version's row points here once it is complete
-    (a version exists only as its row, so a half-uploaded prefix is never one)."""
-    return f"models/{project}/{repository}/runs/{run_key}"
+def model_run_prefix(project: str, repository: str, task_id: int, run_key: str) -> str:
+    """Where a run of task ``task_id`` archives its model; the version's row points here once
+    it is complete (a version exists only as its row, so a half-uploaded prefix is never one).
+    The task is part of it: runs of two tasks archiving into one repository can have one
+    Airflow run id (the scheduled runs of one cron schedule, one request id), and the archive
+    takes a version already at its prefix for its own (a retry's)."""
+    return f"models/{project}/{repository}/runs/{task_id}-{run_key}"

@@ -21,7 +21,7 @@ STORED_FOLDERS = ("datasets", "caches", "models")
 def version_prefix_of(key: str) -> str:
     """The prefix of the version (or cache fill) an object belongs to, by the store's layout:
     ``datasets/<p>/<d>/<v>``, ``caches/<p>/<c>/<fill>``, ``models/<p>/<r>/<n>`` or
-    ``models/<p>/<r>/runs/<run key>``."""
+    ``models/<p>/<r>/runs/<task>-<run key>``."""
     parts = key.split("/")
     depth = 5 if parts[0] == "models" and len(parts) > 4 and parts[3] == "runs" else 4
     return "/".join(parts[:depth])

@@ -258,7 +258,8 @@ def test_exactly_one_model_version_is_archived_from_all_nodes(celery_run: Celery
     assert len(versions) == celery_run.versions_before + 1
     [run] = celery_run.plugin.get(f"/tasks/{celery_run.task_id}/runs").json()
     assert run["model_version"] == max(version["version"] for version in versions)
-    prefix = f"models/demo/house-price-model/runs/{run_key(celery_run.dag_run_id)}"
+    key = run_key(celery_run.dag_run_id)
+    prefix = f"models/demo/house-price-model/runs/{celery_run.task_id}-{key}"
     files = [info.key.removeprefix(prefix + "/") for info in celery_run.store.list(prefix)]
     assert sorted(files) == [f"part-{rank}.txt" for rank in range(4)]
 

@@ -17,7 +17,7 @@ from hooks.s3_store import s3_store_from_url
 from octotrain.catalog.models import DatasetVersion, ModelVersion, Run, RunState, TrainingTask
 from octotrain.planning import RunPlan, build_run_plan
 from octotrain.storage import ObjectStoreUnavailable
-from tests.factories import seed
+from tests.factories import add_task, seed
 from tests.store_doubles import FailingStore
 
 # Archives racing for one repository's next number (fewer than the catalog's connection pool).
@@ -58,7 +58,9 @@ def test_a_version_points_at_the_runs_upload_with_manifest_and_lineage(
     plan = demo_plan(catalog, store)
     version = archive_outputs(catalog, store, plan, outputs(tmp_path), plan.lineage)
     assert version.version == 1
-    assert version.object_prefix == f"models/demo/house-price-model/runs/{plan.run_key}"
+    assert version.object_prefix == (
+        f"models/demo/house-price-model/runs/{plan.task_id}-{plan.run_key}"
+    )
     assert set(version.manifest) == {"model.json", "rank-0/w.npz"}
     assert len(version.manifest["rank-0/w.npz"]["blake3"]) == 64
     with catalog.session() as session:
@@ -186,6 +188,34 @@ def test_runs_ending_together_each_archive_one_version(
     with catalog.session() as session:
         states = {session.get(Run, each.catalog_run_id).state for each in plans}
     assert states == {RunState.SUCCESS}
+
+
+def test_runs_of_two_tasks_with_one_run_id_each_archive_their_own_version(
+    catalog: CatalogHook, store: LocalFolderStore, tmp_path: Path
+) -> None:
+    """Two tasks archiving into one repository on one cron schedule: their scheduled runs have
+    one Airflow run id. The second must archive its own model, not take the first's version
+    for one its retry would find."""
+    plan = demo_plan(catalog, store)
+    other_task = add_task(catalog, name="same-schedule")
+    with catalog.session() as session:
+        run = Run(task_id=other_task, airflow_run_id=plan.run_id, state=RunState.RUNNING,
+                  node_count=2)  # fmt: skip
+        session.add(run)
+        session.flush()
+        other = plan.model_copy(update={"task_id": other_task, "catalog_run_id": run.id})
+    first = archive_outputs(catalog, store, plan, outputs(tmp_path), plan.lineage)
+    second_files = outputs(tmp_path / "second")
+    second_files["model.json"].write_bytes(b'{"task": "same-schedule"}')
+    second = archive_outputs(catalog, store, other, second_files, other.lineage)
+    assert (first.version, second.version) == (1, 2)
+    assert first.object_prefix != second.object_prefix
+    assert (store.root / second.object_prefix / "model.json").read_bytes() == (
+        b'{"task": "same-schedule"}'
+    )
+    with catalog.session() as session:
+        assert session.get(Run, other.catalog_run_id).model_version_id == second.id
+        assert session.get(Run, plan.catalog_run_id).model_version_id == first.id
 
 
 def test_an_archive_tried_again_finds_the_runs_version_and_adds_none(
