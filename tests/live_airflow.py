@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
-from cli.airflow_env import TASK_START_SETTINGS
+from cli.airflow_env import RUN_LATENCY_SETTINGS
 from cli.airflow_sqlite import BUSY_TIMEOUT_SECONDS, sqlite_contention_settings
 from cli.demo import DemoSeed
 from hooks.catalog import CatalogHook
@@ -116,7 +116,7 @@ def airflow_env(
             "AIRFLOW_HOME": str(root / "airflow"),
             "AIRFLOW__CORE__DAGS_FOLDER": str(dags_folder or REPO_ROOT / "dags"),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-            **TASK_START_SETTINGS,  # as the embedded default and production set it
+            **RUN_LATENCY_SETTINGS,  # as the embedded default and production set it
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": metadata_url,
             "AIRFLOW__API_AUTH__JWT_SECRET": "live-airflow-tests-" + "0123456789abcdef" * 4,
             "AIRFLOW__API__SECRET_KEY": "live-airflow-tests-secret",
