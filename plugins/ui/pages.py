@@ -5,6 +5,10 @@ every call behind it requires Airflow's auth, as the API does.
 ``/ui/dags/{dag_id}/runs/{run_id}/logs``, ``…/metrics`` and ``…/resources`` are the "Logs",
 "Metrics" and "Resources" tabs of a DAG run of a training task (``external_views`` in
 ``plugins/octotrain_plugin.py``): Airflow fills in the ids.
+
+Links into Airflow's own UI are ``<a target="_top">`` with the href under Airflow's root
+(``airflow`` in the templates): ``common.js`` hands a plain click on one to Airflow's router,
+which the sandbox of Airflow's iframe would otherwise refuse to navigate to.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from octotrain.task_choices import task_form_choices
 from octotrain.task_spec import MAX_VERSION_NUMBER
 from octotrain.tasks import Tasks
 from plugins.api.auth import CurrentScope
+from plugins.octotrain_plugin import URL_PREFIX
 
 HERE = Path(__file__).parent
 STATIC = HERE / "static"
@@ -105,10 +110,14 @@ def resources_page(
     return _run_page("resources.html", dag_id, run_id, request, scope)
 
 
-def _render(template: str, request: Request, **values: Any) -> HTMLResponse:
-    return HTMLResponse(
-        _templates.get_template(template).render(root=request.scope.get("root_path", ""), **values)
+def _render(template: str, request: Request, status_code: int = 200, **values: Any) -> HTMLResponse:
+    """``template`` with the plugin's root (``root``: its own pages, static files and API) and
+    Airflow's (``airflow``: Airflow's pages), both as the browser reaches them."""
+    root = request.scope.get("root_path", "")
+    page = _templates.get_template(template).render(
+        root=root, airflow=root.removesuffix(URL_PREFIX), **values
     )
+    return HTMLResponse(page, status_code=status_code)
 
 
 def _any_is_none(value: object) -> object:

@@ -1,6 +1,8 @@
 // A task's page: its runs (refreshed while one is active), run now with settings for this
 // run (only the changed ones are sent as the run's conf; one request id per click, so that a
-// retry never starts a second run), stop, copy and delete. Text is only ever set as text.
+// retry never starts a second run), stop, and copy and delete through dialogs of the page
+// (Airflow's iframe sandbox blocks the browser's prompt and confirm). Text is only ever set as
+// text.
 "use strict";
 
 (function () {
@@ -41,7 +43,7 @@
   function runRow(run) {
     const row = element("tr");
     row.dataset.run = run.id;
-    const tab = `/dags/${page.dataset.dag}/runs/${encodeURIComponent(run.airflow_run_id)}/plugin/octotrain-`;
+    const tab = `${page.dataset.airflow}/dags/${page.dataset.dag}/runs/${encodeURIComponent(run.airflow_run_id)}/plugin/octotrain-`;
     const views = element("td");
     for (const [name, label] of [["logs", "Logs"], ["metrics", "Metrics"], ["resources", "Resources"]]) {
       const link = element("a", label);
@@ -159,18 +161,47 @@
     }
   }
 
-  document.getElementById("copy").addEventListener("click", async () => {
-    const name = window.prompt("Name of the copy", `${page.dataset.name}-copy`);
-    if (name === null) return;
-    const answer = await send("POST", `${api}/copy`, { name });
+  // The dialog opened by button ``id``: its form's submit (Enter) does ``act``, which answers
+  // the API's answer; a refusal is shown inside the dialog, which stays open so that the user
+  // can correct and retry. Escape and Cancel close it; its autofocus element has the focus
+  // when it opens and again after a refusal.
+  function dialog(id, act) {
+    const shown = document.getElementById(`${id}-dialog`);
+    const form = document.getElementById(`${id}-form`);
+    const problems = document.getElementById(`${id}-problems`);
+    const buttons = form.querySelectorAll("button");
+    document.getElementById(id).addEventListener("click", () => {
+      problems.hidden = true;
+      shown.showModal();
+    });
+    form.querySelector(".cancel").addEventListener("click", () => shown.close());
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      for (const button of buttons) button.disabled = true;
+      const answer = await act(form).catch((error) => ({ ok: false, body: { detail: error.message } }));
+      for (const button of buttons) button.disabled = false;
+      if (answer.ok) return;
+      // Each broken rule once (a refusal's detail already names them when there are any)
+      const broken = (answer.body.problems || []).map((problem) => `${problem.field}: ${problem.rule}`);
+      const lines = broken.length ? broken : [answer.body.detail || `refused (${answer.status})`];
+      const list = element("ul");
+      list.append(...lines.map((line) => element("li", line)));
+      problems.replaceChildren(lines.length > 1 ? list : element("span", lines[0]));
+      problems.hidden = false;
+      form.querySelector("[autofocus]").focus();
+    });
+  }
+
+  dialog("copy", async (form) => {
+    const name = form.elements.namedItem("name").value.trim();
+    const answer = await send("POST", `${api}/copy`, name ? { name } : {});
     if (answer.ok) window.location.assign(`${root}/ui/tasks/${answer.body.id}`);
-    else message(answer.body.detail || `copy failed (${answer.status})`, true);
+    return answer;
   });
-  document.getElementById("delete").addEventListener("click", async () => {
-    if (!window.confirm(`Delete training task ${page.dataset.name} and its run records?`)) return;
+  dialog("delete", async () => {
     const answer = await send("DELETE", api);
     if (answer.ok) window.location.assign(`${root}/ui/tasks`);
-    else message(answer.body.detail || `delete failed (${answer.status})`, true);
+    return answer;
   });
   document.getElementById("run-form").addEventListener("submit", runNow);
   showRunSettings();

@@ -1,18 +1,23 @@
 """The console in headless chromium against a real Airflow (api-server with the plugin,
 scheduler with the LocalExecutor, dag-processor): create a task through the form, see the
 rules' error next to its field, save it, run it from its page (the DAG is parsed within
-seconds of the save), watch it run, and stop it. Screenshots go to test-artifacts/."""
+seconds of the save), watch it run, and stop it. Inside Airflow's own UI, where the pages are
+in Airflow's sandboxed iframe (no top navigation, no modals): links into Airflow go there on a
+click, through Airflow's router; Copy and Delete work through the page's dialogs. Screenshots
+go to test-artifacts/."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from urllib.parse import quote
 
+import httpx
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import BrowserContext, FrameLocator, Page, expect
 
 from tests.browser import chromium, screenshot_path
-from tests.factories import add_command_algorithm
+from tests.factories import VALID_TASK, add_command_algorithm
 from tests.live_airflow import HTTP_SECONDS, SCHEDULER_SECONDS, LiveAirflow, demo_airflow
 
 # What the page waits for from Airflow's scheduler and dag-processor: parse the new DAG (the
@@ -38,13 +43,22 @@ def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveAirflow]:
         yield server
 
 
+def signed_in(context: BrowserContext, airflow: LiveAirflow) -> Page:
+    """A page of ``context`` with the admin's session cookie of Airflow's UI."""
+    context.set_default_timeout(HTTP_SECONDS * 1000)  # a page or a click answered by Airflow
+    token = airflow.admin_token()
+    context.add_cookies([{"name": "_token", "value": token, "url": airflow.url}])
+    return context.new_page()
+
+
+def airflow_frame(page: Page, title: str) -> FrameLocator:
+    """The iframe in which Airflow's UI shows the plugin's view ``title``."""
+    return page.frame_locator(f"iframe[title='{title}']")
+
+
 def test_create_see_an_error_run_and_stop_in_the_console(airflow: LiveAirflow) -> None:
     with chromium() as browser:
-        context = browser.new_context()
-        context.set_default_timeout(HTTP_SECONDS * 1000)  # a page or a click answered by Airflow
-        token = airflow.admin_token()
-        context.add_cookies([{"name": "_token", "value": token, "url": airflow.url}])
-        page = context.new_page()
+        page = signed_in(browser.new_context(), airflow)
         page.goto(f"{airflow.url}/octotrain/ui/tasks")
         page.locator("section[data-project=demo]").get_by_text("New training task").click()
         expect(page.locator("#task-form[data-ready=true]")).to_be_attached()  # choices filled
@@ -80,6 +94,84 @@ def test_create_see_an_error_run_and_stop_in_the_console(airflow: LiveAirflow) -
         expect(row.locator(".state")).to_have_text("stopped", timeout=AIRFLOW_MS)
         expect(row.get_by_role("button", name="Stop")).to_have_count(0)
         page.screenshot(path=screenshot_path("console-task-stopped"), full_page=True)
+        run_id = row.locator("td").first.inner_text()
 
         page.goto(f"{airflow.url}/octotrain/ui/tasks?status=stopped")
         expect(page.locator("a.task-name")).to_have_text(["console-task"])
+
+        # Inside Airflow's UI: a click on the run's Metrics goes to that tab of the DAG run
+        page.goto(f"{airflow.url}/plugin/octotrain-tasks")
+        console = airflow_frame(page, "Training tasks")
+        console.locator("tr", has_text="console-task").get_by_role("link", name="Metrics").click()
+        expect(page).to_have_url(
+            re.compile(re.escape(f"/runs/{quote(run_id, safe='')}/plugin/octotrain-metrics") + "$")
+        )
+        metrics = airflow_frame(page, "Metrics")
+        expect(metrics.get_by_role("heading", name=re.compile("Training metrics"))).to_be_visible()
+        page.screenshot(path=screenshot_path("console-metrics-tab-of-the-run"))
+        page.go_back()  # Airflow's router took the click: Back returns to the console
+        expect(page).to_have_url(re.compile(r"/plugin/octotrain-tasks"))
+        expect(console.locator("a.task-name", has_text="console-task")).to_be_visible()
+
+
+def test_links_copy_and_delete_inside_airflows_ui(airflow: LiveAirflow) -> None:
+    created = httpx.post(
+        f"{airflow.url}/octotrain/api/v1/tasks",
+        json=VALID_TASK | {"name": "linked-task"},
+        headers=airflow.admin_headers(),
+        timeout=HTTP_SECONDS,
+    )
+    assert created.status_code == 201, created.text
+    dag_id = created.json()["dag_id"]
+    with chromium() as browser:
+        page = signed_in(browser.new_context(viewport={"width": 1600, "height": 900}), airflow)
+        page.goto(f"{airflow.url}/plugin/octotrain-tasks")
+        console = airflow_frame(page, "Training tasks")
+        console.get_by_role("link", name="linked-task").click()  # within the console
+        expect(console.locator("#task-page[data-ready=true]")).to_be_attached()
+        expect(page).to_have_url(re.compile(r"/plugin/octotrain-tasks/octotrain/ui/tasks/\d+$"))
+
+        console.locator("#copy").click()
+        dialog = console.locator("#copy-dialog")
+        expect(dialog).to_be_visible()
+        name = dialog.get_by_label("Name of the copy")
+        expect(name).to_be_focused()
+        name.fill("linked copy!")
+        name.press("Enter")
+        expect(dialog.locator("#copy-problems")).to_contain_text(
+            "name: must be 1-64 characters of Chinese or English letters"
+        )
+        page.screenshot(path=screenshot_path("console-copy-refused"))
+        page.emulate_media(color_scheme="dark")
+        page.screenshot(path=screenshot_path("console-copy-refused-dark"))
+        page.emulate_media(color_scheme="light")
+        name.fill("linked-copy")
+        name.press("Enter")
+        expect(console.get_by_role("heading", name=re.compile("linked-copy"))).to_be_visible()
+        expect(console.locator("#task-page[data-ready=true]")).to_be_attached()
+
+        copy_dag = console.locator("h1 a.dag-link").inner_text()
+        console.locator("h1 a.dag-link").click()
+        expect(page).to_have_url(re.compile(f"/dags/{copy_dag}$"))
+        page.go_back()
+        expect(console.get_by_role("heading", name=re.compile("linked-copy"))).to_be_visible()
+
+        console.locator("#delete").click()
+        dialog = console.locator("#delete-dialog")
+        expect(dialog.get_by_role("button", name="Delete")).to_be_focused()
+        page.keyboard.press("Escape")
+        expect(dialog).to_be_hidden()
+        console.locator("#delete").click()
+        expect(dialog).to_be_visible()
+        page.screenshot(path=screenshot_path("console-delete-dialog"))
+        page.keyboard.press("Enter")
+        expect(console.locator("#tasks-page")).to_be_visible()
+        expect(console.locator("a.task-name", has_text="linked-copy")).to_have_count(0)
+
+        console.locator("tr", has_text="linked-task").get_by_role("link", name="DAG").click()
+        expect(page).to_have_url(re.compile(f"/dags/{dag_id}$"))
+
+        # Opened on its own, outside Airflow, a link into Airflow is an ordinary link
+        page.goto(f"{airflow.url}/octotrain/ui/tasks")
+        page.locator("tr", has_text="linked-task").get_by_role("link", name="DAG").click()
+        expect(page).to_have_url(re.compile(f"/dags/{dag_id}$"))

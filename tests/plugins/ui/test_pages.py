@@ -4,11 +4,15 @@ served by the plugin itself."""
 
 from __future__ import annotations
 
+import re
 from urllib.parse import quote
+
+from fastapi.testclient import TestClient
 
 from hooks.catalog import default_catalog
 from octotrain.catalog.models import Run, RunState
 from octotrain.contracts import dag_id_for
+from plugins.api.app import create_app
 from tests.factories import VALID_TASK
 from tests.plugins.api.conftest import Api, token
 
@@ -42,6 +46,33 @@ def test_the_logs_page_of_a_run(api: Api) -> None:
     missing = api.client.get(f"/ui/dags/{dag_id_for(task['id'])}/runs/nope/logs", headers=alice)
     assert missing.status_code == 404
     assert api.client.get("/ui/dags/some_dag/runs/x/logs", headers=alice).status_code == 404
+
+
+def test_links_into_airflow_are_under_airflows_root_and_for_the_top_window(api: Api) -> None:
+    """Behind a base URL with a path, the plugin's root is Airflow's root + /octotrain; links
+    into Airflow's pages are under Airflow's root, targeting the top window (``common.js``
+    hands a click on them to Airflow's router)."""
+    alice = api.as_user("alice")
+    task = api.client.post(
+        "/api/v1/tasks", json=VALID_TASK | {"name": "rooted-task"}, headers=alice
+    ).json()
+    dag_id = dag_id_for(task["id"])
+    with default_catalog().session() as session:
+        session.add(Run(task_id=task["id"], airflow_run_id="manual__1", state=RunState.SUCCESS,
+                        node_count=1))  # fmt: skip
+    with TestClient(
+        create_app(), base_url="http://127.0.0.1", root_path="/airflow/octotrain"
+    ) as client:
+        listed = client.get("/ui/tasks", params={"q": "rooted"}, headers=alice).text
+        assert f'href="/airflow/dags/{dag_id}" target="_top">DAG</a>' in listed
+        assert (
+            f'href="/airflow/dags/{dag_id}/runs/manual__1/plugin/octotrain-metrics" target="_top"'
+            in listed
+        )
+        assert '<script src="/airflow/octotrain/ui/static/common.js">' in listed
+        detail = client.get(f"/ui/tasks/{task['id']}", headers=alice).text
+        assert 'data-airflow="/airflow"' in detail
+        assert f'href="/airflow/dags/{dag_id}" target="_top">{dag_id}</a>' in detail
 
 
 def test_the_training_tasks_page_lists_the_users_tasks_and_their_runs(api: Api) -> None:
@@ -81,7 +112,6 @@ def test_the_list_filters_by_last_run_status_and_name(api: Api) -> None:
 
 def test_the_new_task_form_offers_only_what_the_rules_accept(api: Api) -> None:
     import json
-    import re
 
     alice = api.as_user("alice")
     page = api.client.get("/ui/tasks/new", params={"project": "demo"}, headers=alice)
@@ -124,10 +154,12 @@ def test_the_task_page_shows_the_task_and_is_only_for_members(api: Api) -> None:
 
 def test_the_pages_own_files_are_served_behind_the_login(api: Api) -> None:
     alice = api.as_user("alice")
-    for name in ("logs.js", "task_form.js", "task_detail.js"):
+    for name in ("common.js", "logs.js", "charts.js", "task_form.js", "task_detail.js"):
         script = api.client.get(f"/ui/static/{name}", headers=alice)
         assert script.status_code == 200 and "textContent" in script.text
         assert "innerHTML" not in script.text  # catalog text is never parsed as HTML
+        # Airflow's iframe sandbox (no allow-modals) blocks them: the pages have dialogs
+        assert not re.search(r"\b(alert|confirm|prompt)\(", script.text), name
     assert api.client.get("/ui/static/pages.css", headers=alice).status_code == 200
     echarts = api.client.get("/ui/static/echarts.min.js", headers=alice)
     assert echarts.status_code == 200 and "echarts" in echarts.text[:2000].lower()
