@@ -15,6 +15,8 @@ from airflow.plugins_manager import AirflowPlugin
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 URL_PREFIX = "/octotrain"
+# The console's route in Airflow's UI (/plugin/<route>), to which the pages link back
+CONSOLE_ROUTE = "octotrain-tasks"
 
 
 class AppOnFirstRequest:
@@ -53,6 +55,6 @@ class OctotrainPlugin(AirflowPlugin):
             "name": "Training tasks",
             "href": f"{URL_PREFIX}/ui/tasks",
             "destination": "nav",
-            "url_route": "octotrain-tasks",
+            "url_route": CONSOLE_ROUTE,
         }
     ]

@@ -4,7 +4,9 @@ every call behind it requires Airflow's auth, as the API does.
 
 ``/ui/dags/{dag_id}/runs/{run_id}/logs``, ``…/metrics`` and ``…/resources`` are the "Logs",
 "Metrics" and "Resources" tabs of a DAG run of a training task (``external_views`` in
-``plugins/octotrain_plugin.py``): Airflow fills in the ids.
+``plugins/octotrain_plugin.py``): Airflow fills in the ids. Airflow 3 shows a plugin's DAG run
+tabs on the runs of every DAG (``external_views`` cannot name the DAGs), so a tab of a run that
+is not a training run answers a page that says so, not an API error.
 
 Links into Airflow's own UI are ``<a target="_top">`` with the href under Airflow's root
 (``airflow`` in the templates): ``common.js`` hands a plain click on one to Airflow's router,
@@ -36,7 +38,7 @@ from octotrain.task_choices import task_form_choices
 from octotrain.task_spec import MAX_VERSION_NUMBER
 from octotrain.tasks import Tasks
 from plugins.api.auth import CurrentScope
-from plugins.octotrain_plugin import URL_PREFIX
+from plugins.octotrain_plugin import CONSOLE_ROUTE, URL_PREFIX
 
 HERE = Path(__file__).parent
 STATIC = HERE / "static"
@@ -68,23 +70,42 @@ router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(
 def _run_page(
     template: str, dag_id: str, run_id: str, request: Request, scope: Scope
 ) -> HTMLResponse:
-    """Page ``template`` of one run of a training task of the user's projects."""
+    """Page ``template`` of one run of a training task of the user's projects; for any other
+    DAG run, or one the user may not see, a page saying why there is nothing to show."""
     try:
         task_id = task_id_from_dag_id(dag_id)
     except ValueError:
-        raise NotFound(f"{dag_id} is not the DAG of a training task") from None
+        return _nothing_to_show(
+            request,
+            "This DAG run is not an Octotrain training run",
+            f"{dag_id} is not the DAG of a training task. Airflow shows the Metrics, Resources "
+            "and Logs tabs on the runs of every DAG; only training runs have them.",
+        )
     with default_catalog().session() as session:
-        task = Tasks(session, scope).get(task_id)
+        try:
+            task = Tasks(session, scope).get(task_id)
+        except NotFound:
+            return _nothing_to_show(
+                request,
+                "No training run to show",
+                f"Training task {task_id} does not exist (any more), or it is in a project you "
+                "are not a member of.",
+            )
         run = find_run(session, task.id, run_id)
         if run is None:
-            raise NotFound(f"training task '{task.name}' has no run {run_id}")
-        page = _templates.get_template(template).render(
-            root=request.scope.get("root_path", ""),
-            task=task,
-            run=run,
-            live=run.state in ACTIVE_RUN_STATES,
-        )
-    return HTMLResponse(page)
+            return _nothing_to_show(
+                request,
+                "No training run to show",
+                f"Training task '{task.name}' has no run {run_id} yet: a run started from "
+                "Airflow is recorded when its validate task starts.",
+            )
+        return _render(template, request, task=task, run=run, live=run.state in ACTIVE_RUN_STATES)
+
+
+def _nothing_to_show(request: Request, heading: str, reason: str) -> HTMLResponse:
+    """A page for the tab of a DAG run that has none of Octotrain's: it is shown inside
+    Airflow's UI, where an API error would be the browser's raw JSON viewer."""
+    return _render("no_training_run.html", request, status_code=404, heading=heading, reason=reason)
 
 
 @router.get("/dags/{dag_id}/runs/{run_id}/logs", response_class=HTMLResponse)
@@ -115,7 +136,7 @@ def _render(template: str, request: Request, status_code: int = 200, **values: A
     Airflow's (``airflow``: Airflow's pages), both as the browser reaches them."""
     root = request.scope.get("root_path", "")
     page = _templates.get_template(template).render(
-        root=root, airflow=root.removesuffix(URL_PREFIX), **values
+        root=root, airflow=root.removesuffix(URL_PREFIX), console_route=CONSOLE_ROUTE, **values
     )
     return HTMLResponse(page, status_code=status_code)
 

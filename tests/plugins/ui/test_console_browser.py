@@ -3,8 +3,8 @@ scheduler with the LocalExecutor, dag-processor): create a task through the form
 rules' error next to its field, save it, run it from its page (the DAG is parsed within
 seconds of the save), watch it run, and stop it. Inside Airflow's own UI, where the pages are
 in Airflow's sandboxed iframe (no top navigation, no modals): links into Airflow go there on a
-click, through Airflow's router; Copy and Delete work through the page's dialogs. Screenshots
-go to test-artifacts/."""
+click, through Airflow's router; Copy and Delete work through the page's dialogs; the run tabs
+of another DAG's run say that it is not a training run. Screenshots go to test-artifacts/."""
 
 from __future__ import annotations
 
@@ -175,3 +175,31 @@ def test_links_copy_and_delete_inside_airflows_ui(airflow: LiveAirflow) -> None:
         page.goto(f"{airflow.url}/octotrain/ui/tasks")
         page.locator("tr", has_text="linked-task").get_by_role("link", name="DAG").click()
         expect(page).to_have_url(re.compile(f"/dags/{dag_id}$"))
+
+
+def test_a_tab_of_another_dags_run_says_it_is_not_a_training_run(airflow: LiveAirflow) -> None:
+    def a_run() -> str | None:
+        answer = httpx.get(
+            f"{airflow.url}/api/v2/dags/octotrain_data_caches/dagRuns",
+            params={"limit": 1},
+            headers=airflow.admin_headers(),
+            timeout=HTTP_SECONDS,
+        )
+        runs = answer.json()["dag_runs"]
+        return runs[0]["dag_run_id"] if runs else None
+
+    run_id = airflow.wait_until("a run of the data caches' DAG", a_run)
+    with chromium() as browser:
+        page = signed_in(browser.new_context(), airflow)
+        page.goto(f"{airflow.url}/dags/octotrain_data_caches/runs/{quote(run_id, safe='')}"
+                  "/plugin/octotrain-metrics")  # fmt: skip
+        tab = airflow_frame(page, "Metrics")
+        expect(
+            tab.get_by_role("heading", name="This DAG run is not an Octotrain training run")
+        ).to_be_visible()
+        page.screenshot(path=screenshot_path("not-a-training-run"))
+        page.emulate_media(color_scheme="dark")
+        page.screenshot(path=screenshot_path("not-a-training-run-dark"))
+        tab.get_by_role("link", name="Training tasks").click()
+        expect(page).to_have_url(re.compile(r"/plugin/octotrain-tasks(/|$)"))
+        expect(airflow_frame(page, "Training tasks").locator("#tasks-page")).to_be_visible()

@@ -44,8 +44,19 @@ def test_the_logs_page_of_a_run(api: Api) -> None:
     assert api.client.get(path).status_code == 401
     assert api.client.get(path, headers=api.as_user("bob")).status_code == 404
     missing = api.client.get(f"/ui/dags/{dag_id_for(task['id'])}/runs/nope/logs", headers=alice)
-    assert missing.status_code == 404
-    assert api.client.get("/ui/dags/some_dag/runs/x/logs", headers=alice).status_code == 404
+    assert missing.status_code == 404 and "has no run nope yet" in missing.text
+    assert "does not exist" in api.client.get(path, headers=api.as_user("bob")).text
+
+
+def test_a_tab_of_a_run_of_another_dag_is_a_page_that_says_so(api: Api) -> None:
+    """Airflow shows the plugin's tabs on the runs of every DAG: a page, not the API's JSON."""
+    for tab in ("metrics", "resources", "logs"):
+        page = api.client.get(
+            f"/ui/dags/octotrain_data_caches/runs/manual__1/{tab}", headers=api.as_user("alice")
+        )
+        assert page.status_code == 404 and page.headers["content-type"].startswith("text/html")
+        assert "<h1>This DAG run is not an Octotrain training run</h1>" in page.text
+        assert '<a class="button" href="/plugin/octotrain-tasks" target="_top">' in page.text
 
 
 def test_links_into_airflow_are_under_airflows_root_and_for_the_top_window(api: Api) -> None:
@@ -73,6 +84,8 @@ def test_links_into_airflow_are_under_airflows_root_and_for_the_top_window(api: 
         detail = client.get(f"/ui/tasks/{task['id']}", headers=alice).text
         assert 'data-airflow="/airflow"' in detail
         assert f'href="/airflow/dags/{dag_id}" target="_top">{dag_id}</a>' in detail
+        other = client.get("/ui/dags/octotrain_data_caches/runs/x/logs", headers=alice).text
+        assert 'href="/airflow/plugin/octotrain-tasks" target="_top"' in other
 
 
 def test_the_training_tasks_page_lists_the_users_tasks_and_their_runs(api: Api) -> None:
