@@ -168,7 +168,13 @@ def test_links_copy_and_delete_inside_airflows_ui(airflow: LiveAirflow) -> None:
         expect(console.locator("#tasks-page")).to_be_visible()
         expect(console.locator("a.task-name", has_text="linked-copy")).to_have_count(0)
 
-        console.locator("tr", has_text="linked-task").get_by_role("link", name="DAG").click()
+        link = console.locator("tr", has_text="linked-task").get_by_role("link", name="DAG")
+        with page.context.expect_page() as opened:  # as any link: a middle click, a new tab
+            link.click(button="middle")
+        expect(opened.value).to_have_url(re.compile(f"/dags/{dag_id}$"))
+        opened.value.close()
+        expect(page).to_have_url(re.compile(r"/plugin/octotrain-tasks/"))
+        link.click()
         expect(page).to_have_url(re.compile(f"/dags/{dag_id}$"))
 
         # Opened on its own, outside Airflow, a link into Airflow is an ordinary link
