@@ -5,6 +5,9 @@ and the others are stopped because of it), or the run was stopped (by a user thr
 Octotrain, or by Airflow stopping a task instance), in which case the run ends ``stopped``
 rather than ``failed``. Each launcher keeps it where its nodes and Airflow tasks can all see
 it: a file in the run folder (local), an object in the store (Kubernetes).
+
+A user's stop is not a failure in Airflow either: the nodes it stops end their launch tasks
+skipped.
 """
 
 from __future__ import annotations
@@ -51,6 +54,13 @@ class AbortFlag:
             return f"node {node_index} {self.reason}"
         verb = "was stopped" if started else "was not started"
         return f"node {node_index} {verb} because {self.text()}"
+
+    @property
+    def by_user(self) -> bool:
+        """A user's stop through Octotrain: what it stops is skipped, not failed, in Airflow.
+        Airflow stopping a task instance (``stopped_by_airflow``, which names that node) stays
+        a failure there, as Airflow itself made it one."""
+        return self.stopped and not self.node
 
     def concerns_other_than(self, node_index: str) -> bool:
         """Whether ``node_index`` is stopped by this flag (rather than having raised it by

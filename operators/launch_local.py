@@ -5,7 +5,9 @@ as this machine allows (``hooks/node_confinement``; what was done goes to its in
 that does not end normally fails its task instance, writes its supplemental log and, unless it
 was stopped, raises the run's abort flag, upon which every other node of the run is stopped
 (and says so in its own supplemental log), as a distributed job cannot go on without one of its
-members.
+members. A node its user stopped (``octotrain task stop``, the API, the console) writes its
+supplemental log too but skips its task instance, saying who stopped it: a stop is no failure,
+in Airflow as in the catalog.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow.sdk import Context
-from airflow.sdk.exceptions import AirflowException
+from airflow.sdk.exceptions import AirflowException, AirflowSkipException
 
 from hooks.local_process import (
     AGENT_DIR,
@@ -65,7 +67,8 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
         already = abort.flag()
         if already is not None:
             reason = already.why_stopped(self.node_index, started=False)
-            return self._finish(layout, NodeEnding(self.node_index, stop_reason=reason))
+            ending = NodeEnding(self.node_index, stop_reason=reason)
+            return self._finish(layout, ending, stopped_by=already)
         folders = layout.node_folders(self.node_index)
         folders.create()
         command = [*plan.command, *parameter_arguments(plan.parameters)]
@@ -104,7 +107,9 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
             outcome = self._process.wait(abort)
         finally:
             self._watching = False
-        return self._finish(layout, self._ending(layout, outcome))
+        stopped_by = outcome.stopped_by or self._stopped_by_airflow
+        ending = self._ending(layout, outcome, stopped_by=stopped_by)
+        return self._finish(layout, ending, stopped_by=stopped_by)
 
     def _confine(
         self, plan: RunPlan, layout: RunLayout, command: list[str], path: str
@@ -129,10 +134,11 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
                 note(line)
         return confinement
 
-    def _ending(self, layout: RunLayout, outcome: NodeOutcome) -> NodeEnding:
-        """What the supplemental log says: a stop names who stopped the node (the run's flag,
-        or Airflow through ``on_kill``), and an out-of-memory end the limit."""
-        stopped_by = outcome.stopped_by or self._stopped_by_airflow
+    def _ending(
+        self, layout: RunLayout, outcome: NodeOutcome, *, stopped_by: AbortFlag | None
+    ) -> NodeEnding:
+        """What the supplemental log says: a stop names who stopped the node (``stopped_by``:
+        the run's flag, or Airflow through ``on_kill``), and an out-of-memory end the limit."""
         memory = None
         if self._confinement is not None:
             samples = layout.resources_path(self.node_index)
@@ -150,7 +156,12 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
             out_of_memory=memory,
         )
 
-    def _finish(self, layout: RunLayout, ending: NodeEnding) -> int:
+    def _finish(
+        self, layout: RunLayout, ending: NodeEnding, *, stopped_by: AbortFlag | None = None
+    ) -> int:
+        """Record how the node ended; a node that did not end normally fails its task instance
+        (its failure, unless it was stopped, stops the run), but one that its user stopped
+        (``stopped_by``) skips it, without a traceback in its log: nothing went wrong."""
         if self._confinement is not None:
             self._confinement.release()
         report = meta_report(layout.node_folders(self.node_index).metrics)
@@ -166,6 +177,8 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
             RunAbortMarker(layout.run_dir).raise_flag(
                 AbortFlag.node_failed(self.node_index, failure)
             )
+        elif stopped_by is not None and stopped_by.by_user:
+            raise AirflowSkipException(reason)
         raise AirflowException(reason)
 
     def on_kill(self) -> None:
@@ -187,7 +200,8 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
             return
         self._process.stop()
         outcome = self._process.wait(RunAbortMarker(self._layout.run_dir))
-        record_ending(self._layout, self._ending(self._layout, outcome))
+        ending = self._ending(self._layout, outcome, stopped_by=outcome.stopped_by or flag)
+        record_ending(self._layout, ending)
         if self._confinement is not None:
             self._confinement.release()
 

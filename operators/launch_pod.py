@@ -11,7 +11,9 @@ is lost. A training that fails is not retried (``AirflowFailException``).
 A node that fails raises the run's abort flag (in the object store), and so does a user's stop;
 every node watches the flag and deletes its own pod (with the grace period) when it goes up: a
 distributed job cannot go on without one of its members. A node that has not started when the
-flag is up does not start.
+flag is up does not start. Nodes stopped because another failed, or because Airflow stopped a
+task instance, fail; nodes their user stopped skip their task instance, saying who stopped it
+(no traceback: a stop is no failure, in Airflow as in the catalog).
 
 By default (``deferrable`` in ``config/kubernetes.toml``) a task creates its pod and defers: the
 triggerer follows the pod and watches the flag (``operators.node_pod_trigger``), so a training
@@ -30,7 +32,7 @@ from typing import Any, NoReturn
 from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
 from airflow.providers.cncf.kubernetes.triggers.pod import KubernetesPodTrigger
 from airflow.sdk import Context
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 from airflow.triggers.base import BaseTrigger
 from kubernetes.client import models as k8s
 
@@ -42,7 +44,7 @@ from octotrain.kubernetes_config import kubernetes_config
 from octotrain.planning import RunPlan
 from octotrain.pods import node_pod
 from octotrain.settings import get_settings
-from operators.node_pod_trigger import STOPPED, NodePodTrigger
+from operators.node_pod_trigger import STOPPED, STOPPED_BY_USER, NodePodTrigger
 from operators.pod_settings import pod_settings
 from operators.training_stage import PLAN_XCOM_KEY, VALIDATE_TASK_ID, with_real_secrets
 
@@ -116,7 +118,7 @@ class LaunchNodePodOperator(KubernetesPodOperator):
                 self.node_index, started=False
             )
             abort.record_stop(self.node_index, reason)
-            raise AirflowFailException(reason)
+            _end_stopped(reason, by_user=already.by_user)
         if self.deferrable:
             with self._failure_raises_the_flag(abort):
                 return super().execute(context)
@@ -148,11 +150,11 @@ class LaunchNodePodOperator(KubernetesPodOperator):
 
     def trigger_reentry(self, context: Context, event: dict[str, Any]) -> Any:
         """Back from the trigger: a node the abort flag stopped (its trigger deleted the pod
-        and recorded the stop) fails with its reason; otherwise the provider fetches the
-        training container's log and ends as the pod did, a pod that failed (or did not start
-        in time) raising the flag."""
+        and recorded the stop) ends with its reason, skipped when its user stopped it, failed
+        otherwise; else the provider fetches the training container's log and ends as the pod
+        did, a pod that failed (or did not start in time) raising the flag."""
         if event["status"] == STOPPED:
-            raise AirflowFailException(str(event["message"]))
+            _end_stopped(str(event["message"]), by_user=bool(event.get(STOPPED_BY_USER)))
         if event["status"] == STARTUP_TIMEOUT:
             # No training log to fetch: following a pod that started just after its startup
             # timeout would hold this worker for its whole training (the provider follows it).
@@ -169,16 +171,20 @@ class LaunchNodePodOperator(KubernetesPodOperator):
     @contextmanager
     def _failure_raises_the_flag(self, abort: StoreAbortMarker) -> Iterator[None]:
         """A node that fails ends the run: it raises the abort flag, unless the flag was up
-        already (then this node was stopped). Either way the training is not tried again."""
+        already (then this node was stopped: skipped if by its user). Either way the training
+        is not tried again."""
         try:
             yield
-        except AirflowFailException:
+        except (AirflowFailException, AirflowSkipException):
             raise
         except Exception as error:
             summary = str(error).splitlines()[0] if str(error) else type(error).__name__
             flag = abort.flag()
             if flag is None:
                 abort.raise_flag(AbortFlag.node_failed(self.node_index, f"failed ({summary})"))
+            elif flag.by_user:
+                reason = abort.stopped_because(self.node_index) or flag.why_stopped(self.node_index)
+                raise AirflowSkipException(reason) from error
             elif flag.concerns_other_than(self.node_index):
                 summary = f"stopped: {flag.text()}"
             raise AirflowFailException(f"node {self.node_index}: {summary}") from error
@@ -205,3 +211,12 @@ class LaunchNodePodOperator(KubernetesPodOperator):
             abort.record_stop(self.node_index, flag.why_stopped(self.node_index))
             abort.raise_flag(flag)
         super().on_kill()
+
+
+def _end_stopped(reason: str, *, by_user: bool) -> NoReturn:
+    """End a node's task that the run's abort flag stopped: skipped when its user stopped the
+    run (no failure, no traceback in its log), failed otherwise (another node failed, or
+    Airflow stopped a task instance), never to be tried again."""
+    if by_user:
+        raise AirflowSkipException(reason)
+    raise AirflowFailException(reason)

@@ -5,10 +5,12 @@ Inside it, the cncf.kubernetes provider's ``KubernetesPodTrigger`` follows the n
 the provider built it. Around it, this trigger watches the run's abort flag (an object in the
 store, raised by a user's stop or by another node's failure) every ``abort_check_seconds``, as
 a synchronous launch task's ``AbortWatcher`` does: when the flag goes up, and this node did not
-raise it by failing, it records the node's stop, deletes the pod with the grace period, waits
-for the provider's trigger to see the pod end (its sidecar's final upload of logs and ``OUTPUT``
-happens in that grace period), and fires a ``stopped`` event with the node's reason. A pod
-that ends first fires the provider's own event, unchanged.
+raise it by failing, it records the node's stop, stops the provider's trigger (which would take
+the pod's deletion for an error, and log one with a traceback into the task's log), deletes the
+pod with the grace period, waits for it to be gone (its sidecar's final upload of logs and
+``OUTPUT`` happens in that grace period), and fires a ``stopped`` event with the node's reason
+and whether its user stopped it (the task then ends skipped, not failed). A pod that ends first
+fires the provider's own event, unchanged.
 
 The triggerer rebuilds a trigger from what ``serialize`` returns, kept in Airflow's metadata
 DB (and read again after a triggerer restart), so it holds JSON only, and no credential: the
@@ -30,6 +32,7 @@ from typing import Any
 import pendulum
 from airflow.providers.cncf.kubernetes.triggers.pod import KubernetesPodTrigger
 from airflow.triggers.base import BaseTrigger, TriggerEvent
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from hooks.object_store import default_object_store
 from hooks.run_abort import StoreAbortMarker
@@ -37,11 +40,15 @@ from octotrain.abort_flags import AbortFlag
 
 # The status of the event fired when the abort flag stopped the node.
 STOPPED = "stopped"
+# The key of that event that says whether the node's user stopped it (``AbortFlag.by_user``).
+STOPPED_BY_USER = "stopped_by_user"
+# The status of Kubernetes' answer about a pod that is no more.
+NOT_FOUND = 404
 # Keyword arguments of the provider's trigger that can hold credentials (a kubeconfig's tokens
 # and keys, a connection's inline kubeconfig).
 CREDENTIAL_KWARGS = ("config_dict", "connection_extras")
-# After deleting the pod, how much longer than its grace period the provider's trigger is given
-# to see it end (it looks every poll interval, and retries a missing pod a few times).
+# After deleting the pod, how much longer than its grace period it is given to be gone (the
+# kubelet's pace, and this trigger's: it looks every ``abort_check_seconds``).
 POD_END_MARGIN_SECONDS = 30
 
 
@@ -128,13 +135,11 @@ class NodePodTrigger(BaseTrigger):
             await self._take_the_pod_down(reason, pod_end)
             yield TriggerEvent(
                 {"status": STOPPED, "name": self.pod_trigger.pod_name,
-                 "namespace": self.pod_trigger.pod_namespace, "message": reason}
+                 "namespace": self.pod_trigger.pod_namespace, "message": reason,
+                 STOPPED_BY_USER: flag.by_user}
             )  # fmt: skip
         finally:
-            if not pod_end.done():  # stopped before the provider's trigger saw the pod end
-                pod_end.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await pod_end
+            await _cancelled(pod_end)  # stopped before the provider's trigger saw the pod end
             await events.aclose()
 
     async def _stopping_flag(self, pod_end: asyncio.Future[Any]) -> AbortFlag | None:
@@ -160,12 +165,30 @@ class NodePodTrigger(BaseTrigger):
     async def _take_the_pod_down(self, reason: str, pod_end: asyncio.Future[Any]) -> None:
         self.log.info("deleting the pod: %s", reason)
         await asyncio.to_thread(self.abort.record_stop, self.node_index, reason)
+        await _cancelled(pod_end)
         await self.pod_trigger.hook.delete_pod(
             name=self.pod_trigger.pod_name,
             namespace=self.pod_trigger.pod_namespace,
             grace_period_seconds=self.grace_seconds,
         )
-        await asyncio.wait({pod_end}, timeout=self.grace_seconds + POD_END_MARGIN_SECONDS)
+        await self._gone(within=self.grace_seconds + POD_END_MARGIN_SECONDS)
+
+    async def _gone(self, *, within: float) -> None:
+        """Wait, at most ``within`` seconds, until the deleted pod is gone: its containers have
+        ended, the sidecar's final upload included."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within
+        while loop.time() < deadline:
+            try:
+                await self.pod_trigger.hook.get_pod(
+                    name=self.pod_trigger.pod_name, namespace=self.pod_trigger.pod_namespace
+                )
+            except Exception as error:
+                if isinstance(error, ApiException) and error.status == NOT_FOUND:
+                    return
+                # The API may be briefly away: looked at again next time.
+                self.log.warning("could not read the pod being deleted: %s", error)
+            await asyncio.sleep(self.abort_check_seconds)
 
     async def on_kill(self) -> None:
         """A user stopped the deferred task in Airflow (marked it failed or successful, or
@@ -178,3 +201,11 @@ class NodePodTrigger(BaseTrigger):
     def _stop_the_run(self, flag: AbortFlag) -> None:
         self.abort.record_stop(self.node_index, flag.why_stopped(self.node_index))
         self.abort.raise_flag(flag)
+
+
+async def _cancelled(future: asyncio.Future[Any]) -> None:
+    """``future`` cancelled, unless it is done, and its end awaited."""
+    if not future.done():
+        future.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await future
