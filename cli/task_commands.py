@@ -173,9 +173,27 @@ def stop_task_run(
         tasks = Tasks(session, cli_scope())
         named = None if run is None else run_named(tasks.runs(task_id), run, task_id=task_id)
         chosen = tasks.run_to_stop(task_id, run_id=None if named is None else named.id)
-        flag = request_stop(chosen, by=cli_scope().username)
-        show({"task_id": task_id, "run_id": chosen.airflow_run_id, "stopping": flag.text()},
-             as_json=as_json)  # fmt: skip
+        stop = request_stop(chosen, by=cli_scope().username)
+        noted = stop.note is not None and _note_over_rest(
+            task_id, chosen.airflow_run_id, note=stop.note
+        )
+        shown = {"task_id": task_id, "run_id": chosen.airflow_run_id,
+                 "stopping": stop.flag.text(), "noted_in_airflow": noted}  # fmt: skip
+        show(shown, as_json=as_json)
+
+
+def _note_over_rest(task_id: int, run_id: str, *, note: str) -> bool:
+    """Put the stop's note on the run in Airflow, which may not be reachable from here: the
+    run stops all the same (the flag is up), only Airflow's page of it does not say why."""
+    try:
+        AirflowRestClient.from_settings(get_settings()).add_run_note(
+            dag_id_for(task_id), run_id, note=note
+        )
+    except AirflowApiError as error:
+        typer.echo(f"warning: stopping, but Airflow's run has no note saying so ({error})",
+                   err=True)  # fmt: skip
+        return False
+    return True
 
 
 @tasks_app.command("status", help="The task and its runs as the catalog has them.")

@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 
+from octotrain.abort_flags import appended_note
 from octotrain.settings import Settings
 
 TERMINAL_RUN_STATES = frozenset({"success", "failed"})
@@ -148,6 +149,16 @@ class AirflowRestClient:
             if error.status != 409:  # 409: a parse of the file is already requested
                 raise
         return f"ended {len(runs)} unfinished run(s) of its DAG in Airflow"
+
+    def add_run_note(self, dag_id: str, run_id: str, *, note: str) -> None:
+        """Add ``note`` to the run's note, after what it said (which stays), as
+        ``hooks.dag_runs.add_run_note`` does in-process."""
+        path = f"/api/v2/dags/{dag_id}/dagRuns/{run_id}"
+        earlier = self._call("GET", path).json().get("note")
+        self._call(
+            "PATCH", path, params={"update_mask": "note"},
+            json={"note": appended_note(earlier, note)},
+        )  # fmt: skip
 
     def run_state(self, dag_id: str, run_id: str) -> str:
         response = self._call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}")

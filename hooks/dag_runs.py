@@ -6,10 +6,14 @@ DAG's Params (its message is returned as is) and creates the run in its metadata
 A request id makes the trigger idempotent: it becomes the Airflow run id, which Airflow keeps
 unique per DAG, so a client retrying the same request gets the run it started the first time,
 never a second one.
+
+A run a user stopped gets its note here too (``add_run_note``), as Airflow's own
+``PATCH …/dagRuns/{dag_run_id}`` sets one.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -26,12 +30,14 @@ from airflow.utils.session import create_session
 from airflow.utils.state import DagRunState
 from airflow.utils.types import DagRunTriggeredByType, DagRunType
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from octotrain.abort_flags import appended_note
 from octotrain.catalog.access import Forbidden
 from octotrain.errors import Conflict, FieldProblem, InvalidTrigger, NotFound
 
+log = logging.getLogger(__name__)
 REQUEST_ID_PATTERN = r"^[A-Za-z0-9_.~:+-]{1,100}$"
 REQUEST_RUN_PREFIX = "request__"
 
@@ -140,3 +146,25 @@ def _create(
         raise InvalidTrigger([FieldProblem("conf", f"Airflow refused it: {error}")]) from None
     session.flush()
     return TriggeredRun(dag_id, run.run_id, str(run.state), dict(run.conf or {}), created=True)
+
+
+def add_run_note(*, dag_id: str, run_id: str, note: str, user_id: str | None) -> bool:
+    """Add ``note`` to the run's note in Airflow's metadata DB (after what it said, which
+    stays), as user ``user_id``; False when Airflow has no such run or its metadata DB cannot
+    be reached: what the note records (a stop) has happened either way, so it is not undone."""
+    try:
+        with create_session() as session:
+            run = session.scalar(
+                select(DagRun).where(DagRun.dag_id == dag_id, DagRun.run_id == run_id)
+            )
+            if run is None:
+                return False
+            if run.dag_run_note is None:
+                run.note = (note, user_id)
+            else:
+                run.dag_run_note.content = appended_note(run.dag_run_note.content, note)
+                run.dag_run_note.user_id = user_id
+    except SQLAlchemyError as error:
+        log.warning("could not add a note to run %s of DAG %s: %s", run_id, dag_id, error)
+        return False
+    return True

@@ -7,16 +7,19 @@ rather than ``failed``. Each launcher keeps it where its nodes and Airflow tasks
 it: a file in the run folder (local), an object in the store (Kubernetes).
 
 A user's stop is not a failure in Airflow either: the nodes it stops end their launch tasks
-skipped.
+skipped, and the run's DAG run gets a note saying who stopped it (``stop_note``).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 
 # Why a node stops when Airflow stops its task instance (marked failed, timed out).
 STOPPED_BY_AIRFLOW = "was stopped by Airflow (its task instance was stopped or timed out)"
+# The most a DAG run's note holds in Airflow's metadata DB (``dag_run_note.content``).
+AIRFLOW_NOTE_MAX_CHARS = 1000
 
 
 @dataclass(frozen=True)
@@ -82,3 +85,25 @@ class AbortFlag:
             )
         except (ValueError, KeyError, TypeError):
             return cls(reason="the run is being stopped (its abort flag is unreadable)")
+
+
+def stop_note(*, user: str, at: datetime) -> str:
+    """The note a user's stop leaves on the run's DAG run in Airflow. Airflow knows no stopped
+    state: the run ends ``success`` there, its launch tasks and ``archive_model`` skipped, so
+    the note says that it was stopped, by whom and when, and what became of it."""
+    return (
+        f"**Stopped by {user}** at {at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC, through "
+        "Octotrain: every node was stopped (launch skipped) and its logs kept (collect_logs); "
+        "no model version was archived (archive_model skipped). Octotrain shows this run as "
+        "stopped."
+    )
+
+
+def appended_note(earlier: str | None, note: str) -> str:
+    """``note`` after a DAG run's ``earlier`` note, which a person may have written and is
+    kept, shortened if need be to fit Airflow's limit."""
+    if not earlier:
+        return note
+    room = AIRFLOW_NOTE_MAX_CHARS - len(note) - 2
+    kept = earlier if len(earlier) <= room else earlier[: max(room - 1, 0)] + "…"
+    return f"{kept}\n\n{note}"

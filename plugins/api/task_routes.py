@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hooks.catalog import default_catalog
 from hooks.dag_parsing import request_tasks_reparse, retire_task_dag
-from hooks.dag_runs import REQUEST_ID_PATTERN, trigger_dag_run
+from hooks.dag_runs import REQUEST_ID_PATTERN, add_run_note, trigger_dag_run
 from hooks.run_stops import request_stop
 from octotrain.catalog.documents import TaskCopyDocument
 from octotrain.catalog.last_run_status import LastRunStatus, last_run_status
@@ -214,11 +214,13 @@ def start_run(
 
 
 class RunStopView(BaseModel):
-    """A stop under way: the run as it is now (it ends ``stopped`` once its nodes have), and
-    what its nodes' supplemental logs will say."""
+    """A stop under way: the run as it is now (it ends ``stopped`` once its nodes have), what
+    its nodes' supplemental logs will say, and whether its Airflow run got the note saying
+    who stopped it (not when an earlier stop or a node's failure is ending it)."""
 
     run: RunView
     stopping_because: str
+    noted_in_airflow: bool
 
 
 @router.post(
@@ -226,8 +228,21 @@ class RunStopView(BaseModel):
     status_code=202,
     summary="Stop an active run: every node stops (grace period), its logs are kept",
 )
-def stop_run(task_id: TaskId, run_id: RunId, scope: CurrentScope) -> RunStopView:
+def stop_run(
+    task_id: TaskId,
+    run_id: RunId,
+    scope: CurrentScope,
+    user: Annotated[BaseUser, Depends(get_user)],
+) -> RunStopView:
     with default_catalog().session() as session:
         run = Tasks(session, scope).run_to_stop(task_id, run_id=run_id)
-        flag = request_stop(run, by=scope.username)
-        return RunStopView(run=RunView.of(run), stopping_because=flag.text())
+        stop = request_stop(run, by=scope.username)
+        noted = stop.note is not None and add_run_note(
+            dag_id=dag_id_for(task_id),
+            run_id=run.airflow_run_id,
+            note=stop.note,
+            user_id=user.get_id(),
+        )
+        return RunStopView(
+            run=RunView.of(run), stopping_because=stop.flag.text(), noted_in_airflow=noted
+        )

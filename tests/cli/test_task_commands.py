@@ -13,6 +13,7 @@ from sqlalchemy import select, update
 from typer.testing import CliRunner
 
 from cli.main import app
+from hooks.airflow_rest import AirflowRestClient
 from hooks.catalog import CatalogHook
 from hooks.local_process import RunAbortMarker
 from octotrain.catalog.models import Run, RunState, TrainingTask
@@ -188,15 +189,49 @@ def test_task_run_says_when_airflow_cannot_be_reached(
     assert "cannot reach Airflow at http://127.0.0.1:9" in result.stderr
 
 
+def test_stop_notes_the_run_in_airflow_after_its_note(
+    cli: Cli, catalog: CatalogHook, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with catalog.session() as session:
+        session.add(Run(task_id=1, airflow_run_id="manual__3", state=RunState.RUNNING,
+                        node_count=1))  # fmt: skip
+    patched: list[httpx.Request] = []
+
+    def airflow(request: httpx.Request) -> httpx.Response:
+        assert request.url.path == "/api/v2/dags/octotrain_task_1/dagRuns/manual__3"
+        if request.method == "GET":
+            return httpx.Response(200, json={"dag_run_id": "manual__3", "note": "retrain"})
+        patched.append(request)
+        return httpx.Response(200, json={})
+
+    def client(_settings: object) -> AirflowRestClient:
+        fake = AirflowRestClient("http://airflow.test")
+        fake.http = httpx.Client(base_url=fake.base_url, transport=httpx.MockTransport(airflow))
+        return fake
+
+    monkeypatch.setattr(AirflowRestClient, "from_settings", staticmethod(client))
+    stopped = cli.json("task", "stop", "1")
+    assert stopped["noted_in_airflow"] is True
+    [patch] = patched
+    assert patch.method == "PATCH" and patch.url.params["update_mask"] == "note"
+    note = json.loads(patch.content)["note"]
+    assert note.startswith(f"retrain\n\n**Stopped by cli:{getpass.getuser()}** at ")
+
+
 def test_stop_raises_the_active_runs_flag_and_refuses_an_ended_run(
     cli: Cli, catalog: CatalogHook, octotrain_env: Path
 ) -> None:
     with catalog.session() as session:
         session.add(Run(task_id=1, airflow_run_id="manual__2", state=RunState.RUNNING,
                         node_count=1))  # fmt: skip
-    stopped = cli.json("task", "stop", "1")
+    result = cli("task", "stop", "1", "--json")
+    assert result.exit_code == 0, result.output
+    stopped = json.loads(result.stdout)
     assert stopped["run_id"] == "manual__2"
     assert stopped["stopping"] == f"stopped by cli:{getpass.getuser()}"
+    # No Airflow to reach here: the run stops all the same, and the user is told.
+    assert stopped["noted_in_airflow"] is False
+    assert "warning: stopping, but Airflow's run has no note saying so" in result.stderr
     flag = RunAbortMarker(octotrain_env / "runs" / "1" / run_key("manual__2")).flag()
     assert flag is not None and flag.stopped
     with catalog.session() as session:

@@ -2,21 +2,33 @@
 
 Called by tests/e2e/test_training_run.py with AIRFLOW_HOME, Airflow's metadata DB and the
 OCTOTRAIN_* settings in the environment; prints one JSON line per scenario.
+
+``dag.test()`` runs the task instances one at a time in this process, and their logs go to its
+stdout, each between the lines ``[DAG TEST] starting task_id=…`` and ``[DAG TEST] end task …``,
+before the scenario's ``RESULT`` line: ``task_logs`` reads them from there.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 
+from airflow.models.dagrun import DagRun
+from airflow.utils.session import create_session
 from sqlalchemy import select
 
 from dags.factory import build_all_dags
 from hooks.catalog import default_catalog
+from hooks.dag_runs import add_run_note
 from hooks.object_store import default_object_store
+from hooks.run_stops import request_stop
 from octotrain.catalog.models import Run, TrainingTask
 from octotrain.contracts import dag_id_for
 from tests.factories import add_command_algorithm, add_task, seed
+
+_TASK_STARTS = re.compile(r"\[DAG TEST\] starting task_id=(\S+) map_index=(-?\d+)")
+_TASK_ENDS = re.compile(r"\[DAG TEST\] end task task_id=(\S+) map_index=(-?\d+)")
 
 # The first node to start fails with exit code 3; any other keeps training until stopped.
 # (Which node starts first is up to the executor, so the node that fails is picked at run time.)
@@ -79,7 +91,42 @@ def run(task_id: int) -> dict[str, object]:
             if run_row
             else None
         )
-    return {"state": str(dag_run.state), "tasks": states, "run": catalog_run}
+    with create_session() as session:
+        note = session.scalar(
+            select(DagRun).where(DagRun.dag_id == dag.dag_id, DagRun.run_id == dag_run.run_id)
+        ).note
+    return {"state": str(dag_run.state), "tasks": states, "run": catalog_run, "note": note}
+
+
+def stop_through_octotrain(run_row: Run, *, by: str) -> None:
+    """What the plugin's stop route does in Airflow's api-server: raise the run's abort flag
+    for ``by`` and put the stop's note on its DAG run (this process has the metadata DB)."""
+    stop = request_stop(run_row, by=by)
+    assert stop.note is not None, stop
+    noted = add_run_note(dag_id=dag_id_for(run_row.task_id), run_id=run_row.airflow_run_id,
+                         note=stop.note, user_id=None)  # fmt: skip
+    assert noted, run_row.airflow_run_id
+
+
+def task_logs(output: str, task_id: str) -> dict[str, dict[int, str]]:
+    """The log of each instance of task ``task_id`` (by map index) in each scenario (by name),
+    from what a runner printed on its stdout."""
+    found: dict[str, dict[int, str]] = {}
+    current: dict[int, list[str]] = {}
+    open_index: int | None = None
+    for line in output.splitlines():
+        if line.startswith("RESULT "):
+            scenario = json.loads(line.removeprefix("RESULT "))["scenario"]
+            found[scenario] = {index: "\n".join(lines) for index, lines in current.items()}
+            current, open_index = {}, None
+        elif (starts := _TASK_STARTS.search(line)) and starts[1] == task_id:
+            open_index = int(starts[2])
+            current.setdefault(open_index, [])
+        elif (ends := _TASK_ENDS.search(line)) and ends[1] == task_id:
+            open_index = None
+        elif open_index is not None:
+            current[open_index].append(line)
+    return found
 
 
 def main() -> None:

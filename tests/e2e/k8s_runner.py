@@ -32,7 +32,6 @@ from sqlalchemy import select
 from hooks.catalog import default_catalog
 from hooks.object_store import default_object_store
 from hooks.run_files import read_text
-from hooks.run_stops import request_stop
 from octotrain.catalog.access import Scope
 from octotrain.catalog.models import Run, RunState, TrainingTask
 from octotrain.catalog.named_objects import Algorithms, ResourceSpecs
@@ -45,7 +44,7 @@ from operators.collect_pod_logs import CollectPodLogsOperator
 from operators.delete_service import DeleteRunServiceOperator
 from operators.launch_pod import LaunchNodePodOperator
 from operators.prepare_pods import PreparePodsOperator
-from tests.e2e.dag_test_runner import run
+from tests.e2e.dag_test_runner import run, stop_through_octotrain
 from tests.factories import add_command_algorithm, add_task, seed
 
 ADMIN = Scope.administrator("k8s-e2e")
@@ -172,7 +171,7 @@ def stop_when_training(task_id: int, by: str) -> threading.Thread:
                     select(Run).where(Run.task_id == task_id, Run.state == RunState.RUNNING)
                 ).one_or_none()
                 if active is not None and trained(active):
-                    request_stop(active, by=by)
+                    stop_through_octotrain(active, by=by)
                     return
             time.sleep(0.2)
 

@@ -25,7 +25,6 @@ from sqlalchemy.orm import Session
 
 from hooks.catalog import default_catalog
 from hooks.object_store import default_object_store
-from hooks.run_stops import request_stop
 from octotrain.catalog.access import Scope
 from octotrain.catalog.dataset_versions import DatasetVersions
 from octotrain.catalog.models import Run, RunState
@@ -33,7 +32,7 @@ from octotrain.catalog.named_objects import Algorithms, ResourceSpecs
 from octotrain.run_layout import RunLayout
 from octotrain.settings import get_settings
 from octotrain.storage import ObjectStore
-from tests.e2e.dag_test_runner import run
+from tests.e2e.dag_test_runner import run, stop_through_octotrain
 from tests.factories import add_command_algorithm, add_task, seed
 
 ADMIN = Scope.administrator("node-endings-e2e")
@@ -143,7 +142,7 @@ def when_training(task_id: int, act: Callable[[Run], None]) -> threading.Thread:
 
 
 def stop_as_alice(run_row: Run) -> None:
-    request_stop(run_row, by="alice")
+    stop_through_octotrain(run_row, by="alice")
 
 
 def airflow_stops_the_task(_run_row: Run) -> None:

@@ -1,9 +1,10 @@
 """Every node of the local launcher that does not end normally says why on the first line of
 its supplemental log, and the run's message in the catalog carries it: a node the OS refuses
-to start, a failed staging, Airflow stopping the task (``on_kill``), a user's stop of a node
-that ignores SIGTERM, a node over its memory limit; and a node runs as its task's uid, unable
-to write its inputs. Through Airflow's ``dag.test()`` (tests/e2e/node_endings_runner.py), on
-the embedded default's SQLite and local folder store."""
+to start, a failed staging, Airflow stopping the task (``on_kill``: a failure in Airflow), a
+user's stop of a node that ignores SIGTERM (no failure in Airflow: its launch task skipped
+without a traceback, its run noted), a node over its memory limit; and a node runs as its
+task's uid, unable to write its inputs. Through Airflow's ``dag.test()``
+(tests/e2e/node_endings_runner.py), on the embedded default's SQLite and local folder store."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import pytest
 
 from octotrain.contracts import NodeLogNames
 from octotrain.settings import REPO_ROOT
+from tests.e2e.dag_test_runner import task_logs
 
 SCENARIOS = ["start-refused", "stop-ignored", "airflow-kill", "staging-fails", "oom", "uid"]
 GRACE_SECONDS = 2
@@ -86,7 +88,8 @@ def results(state: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
         if line.startswith("RESULT ") and (result := json.loads(line.removeprefix("RESULT ")))
     }
     assert set(found) == set(SCENARIOS), (completed.stdout + completed.stderr)[-6000:]
-    return found
+    launch_logs = task_logs(completed.stdout, "launch")
+    return {name: result | {"launch_logs": launch_logs[name]} for name, result in found.items()}
 
 
 def run_folder(state: Path, result: dict[str, Any]) -> Path:
@@ -133,6 +136,7 @@ def test_a_task_stopped_by_airflow_says_airflow_stopped_it(
 ) -> None:
     killed = results["airflow-kill"]
     assert killed["tasks"]["launch[0]"] == "failed" and killed["run"]["state"] == "stopped"
+    assert killed["state"] == "failed" and killed["note"] is None  # Airflow's own stop
     assert reason(state, killed) == (
         f"node {NODE} was stopped by Airflow (its task instance was stopped or timed out)"
     )
@@ -144,10 +148,22 @@ def test_a_node_ignoring_a_user_s_stop_is_killed_after_the_grace_period(
 ) -> None:
     stopped = results["stop-ignored"]
     assert stopped["run"]["state"] == "stopped"
-    assert reason(state, stopped) == (
+    killed = (
         f"node {NODE} was stopped by alice; it ignored SIGTERM and was killed after the grace "
         f"period of {GRACE_SECONDS} s"
     )
+    assert reason(state, stopped) == killed
+    # In Airflow a stop is no failure: the node's task is skipped, saying why, without a
+    # traceback; its logs are collected; nothing is archived; the run's note says who stopped it.
+    assert stopped["state"] == "success", stopped
+    tasks = stopped["tasks"]
+    assert (tasks["launch[0]"], tasks["collect_logs"], tasks["archive_model"]) == (
+        "skipped", "success", "skipped"
+    )  # fmt: skip
+    launch_log = stopped["launch_logs"][0]
+    assert "Skipping task" in launch_log and killed in launch_log
+    assert "Traceback" not in launch_log and "Task failed" not in launch_log
+    assert stopped["note"].startswith("**Stopped by alice** at "), stopped["note"]
     assert "memory" not in log(state, stopped, "supplemental").lower()
     assert f"the training ignored SIGTERM for {GRACE_SECONDS}s" in log(state, stopped, "sidecar")
 

@@ -1,7 +1,16 @@
 """Training tasks over HTTP: every problem in one 422, nothing saved; check, change, copy,
-delete; stopping a run."""
+delete; stopping a run (its Airflow run noted with who stopped it)."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from airflow.models.dagrun import DagRun
+from airflow.utils.session import create_session
+from airflow.utils.state import DagRunState
+from airflow.utils.types import DagRunType
+from sqlalchemy import delete, select
 
 from hooks.catalog import default_catalog
 from hooks.local_process import RunAbortMarker
@@ -95,6 +104,28 @@ def test_members_create_tasks_in_their_project_only(api: Api) -> None:
     assert [task["name"] for task in listed] == ["bobs-task"]
 
 
+@contextmanager
+def airflow_run(dag_id: str, run_id: str, *, note: str) -> Iterator[None]:
+    """The run in Airflow's metadata DB, with a ``note`` of a person's, removed afterwards."""
+    with create_session() as session:
+        session.add(DagRun(dag_id=dag_id, run_id=run_id, run_type=DagRunType.MANUAL,
+                           state=DagRunState.RUNNING, note=note))  # fmt: skip
+    try:
+        yield
+    finally:
+        with create_session() as session:
+            session.execute(delete(DagRun).where(DagRun.dag_id == dag_id))
+
+
+def airflow_note(dag_id: str, run_id: str) -> tuple[str | None, str | None]:
+    """The run's note in Airflow and the id of the user it is by."""
+    with create_session() as session:
+        run = session.scalars(
+            select(DagRun).where(DagRun.dag_id == dag_id, DagRun.run_id == run_id)
+        ).one()
+        return run.note, run.dag_run_note.user_id if run.dag_run_note else None
+
+
 def test_stopping_a_run_raises_its_flag_for_the_user_and_refuses_ended_runs(api: Api) -> None:
     alice, bob = api.as_user("alice"), api.as_user("bob")
     task = api.client.post(
@@ -109,13 +140,21 @@ def test_stopping_a_run_raises_its_flag_for_the_user_and_refuses_ended_runs(api:
     stop = f"/api/v1/tasks/{task['id']}/runs/{run_id}/stop"
     assert api.client.post(stop, headers=bob).status_code == 404  # not a member of demo
     assert api.client.post(stop).status_code == 401
-    answer = api.client.post(stop, headers=alice)
+    with airflow_run(task["dag_id"], "manual__stop", note="retrain of #12"):
+        answer = api.client.post(stop, headers=alice)
+        # Airflow's page of the run says who stopped it, after what its note said before.
+        note, by = airflow_note(task["dag_id"], "manual__stop")
     assert answer.status_code == 202
     assert answer.json()["stopping_because"] == "stopped by alice"
     assert answer.json()["run"]["airflow_run_id"] == "manual__stop"
+    assert answer.json()["noted_in_airflow"] is True
+    assert note is not None and note.startswith("retrain of #12\n\n**Stopped by alice** at ")
+    assert by == "alice"
     run_dir = get_settings().runs_dir / str(task["id"]) / run_key("manual__stop")
     flag = RunAbortMarker(run_dir).flag()
     assert flag == AbortFlag(reason="stopped by alice", stopped=True)
+    again = api.client.post(stop, headers=alice)  # the first stop holds: no second note
+    assert again.status_code == 202 and again.json()["noted_in_airflow"] is False
     with default_catalog().session() as session:
         session.get(Run, run_id).state = RunState.STOPPED  # type: ignore[union-attr]
     ended = api.client.post(stop, headers=alice)
