@@ -46,9 +46,9 @@ How pods run
   their turn and left running, stopped (SIGTERM, SIGKILL after the grace period) once the main
   containers have ended, never restarted, and not counted in the pod's phase. Deleting a pod
   stops its main containers first and its sidecars once those have ended.
-- Memory limits: the resident memory of each container's process tree is read every 50 ms;
-  above ``limits.memory`` the tree is SIGKILLed: ``OOMKilled``, exit code 137, and an event.
-  CPU limits are not enforced.
+- Memory limits: the resident memory of each container's process tree is read every 50 ms
+  (``memory_poll_seconds``); above ``limits.memory`` the tree is SIGKILLed: ``OOMKilled``,
+  exit code 137, and an event. CPU limits are not enforced.
 - ``env``: ``value`` (with ``$(VAR)`` expansion), ``valueFrom`` ``fieldRef``
   (``metadata.name``/``namespace``/``uid``/labels/annotations, ``spec.nodeName``,
   ``spec.serviceAccountName``, ``status.podIP``/``hostIP`` = 127.0.0.1),

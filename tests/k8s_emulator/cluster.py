@@ -15,6 +15,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from tests.k8s_emulator.containers import MEMORY_POLL_SECONDS
 from tests.k8s_emulator.kubelet import PodRuntime
 from tests.k8s_emulator.logs import LogQuery
 from tests.k8s_emulator.objects import (
@@ -47,9 +48,12 @@ _DELETE_RETURNS_OBJECT = {"pods", "services"}
 class Cluster:
     """One control plane and one node."""
 
-    def __init__(self, root: Path, node: Node) -> None:
+    def __init__(
+        self, root: Path, node: Node, memory_poll_seconds: float = MEMORY_POLL_SECONDS
+    ) -> None:
         self.store = Store()
         self.root = root
+        self.memory_poll_seconds = memory_poll_seconds
         self.port = 0
         self.node = node
         self.node_name = node.name

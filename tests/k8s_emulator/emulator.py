@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from tests.k8s_emulator.cluster import Cluster
+from tests.k8s_emulator.containers import MEMORY_POLL_SECONDS
 from tests.k8s_emulator.scheduler import Node
 from tests.k8s_emulator.server import ApiHttpServer, ApiRequest
 from tests.k8s_emulator.volumes import volume_path
@@ -24,7 +25,9 @@ class KubernetesEmulator:
 
     ``gpus``, ``cpu`` and ``memory`` are the node's capacity (what the scheduler fits pods
     into); ``node_labels`` are added to the node's labels (for ``nodeSelector`` and node
-    affinity). Everything the pods write that is not a hostPath goes under ``root``."""
+    affinity). Everything the pods write that is not a hostPath goes under ``root``.
+    ``memory_poll_seconds``: how often a container's memory is compared with its limit; many
+    containers at once need a slower pace (an OOM kill is then seen that much later)."""
 
     def __init__(
         self,
@@ -33,11 +36,12 @@ class KubernetesEmulator:
         cpu: str = "16",
         memory: str = "64Gi",
         node_labels: dict[str, str] | None = None,
+        memory_poll_seconds: float = MEMORY_POLL_SECONDS,
     ) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         node = Node.build(NODE_NAME, cpu, memory, gpus, node_labels)
-        self._cluster = Cluster(self.root, node)
+        self._cluster = Cluster(self.root, node, memory_poll_seconds)
         self._server: ApiHttpServer | None = None
         self._thread: threading.Thread | None = None
 

@@ -63,6 +63,7 @@ class Host(Protocol):
     root: Path
     port: int
     node_name: str
+    memory_poll_seconds: float
     allocatable_cpu: Fraction
     gpu_count: int
 
@@ -245,6 +246,7 @@ class PodRuntime:
             container.log,
             memory_limit(spec),
             on_exit=lambda result: self._on_exit(container, result),
+            memory_poll_seconds=self._host.memory_poll_seconds,
         )
         with self._store.lock:
             if self.deleting.is_set():

@@ -72,6 +72,12 @@ class ApiHttpServer(ThreadingHTTPServer):
         socketserver.TCPServer.server_bind(self)
         self.server_name, self.server_port = "127.0.0.1", self.server_address[1]
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up mid-request is no server error (a real API server drops the
+        connection): no traceback for it."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
     def process_request(self, request: Any, client_address: Any) -> None:
         with self._connections_lock:
             self._connections.add(request)
@@ -147,7 +153,7 @@ class ApiHandler(BaseHTTPRequestHandler):
             self._send_json(error.code, error.status())
         except SelectorError as error:
             self._send_json(400, bad_request(str(error)).status())
-        except _ClientGone:
+        except (_ClientGone, ConnectionError):  # the client hung up (gave up waiting)
             self.close_connection = True
         except Exception as error:  # the emulator's own bug: say so, loudly
             traceback.print_exc(file=sys.stderr)
