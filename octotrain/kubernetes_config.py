@@ -33,6 +33,7 @@ class KubernetesConfig(_Config):
     deferrable: bool = True
     sync_interval_seconds: float = Field(default=5, gt=0, le=300)
     abort_check_seconds: float = Field(default=2, gt=0, le=60)
+    pod_poll_seconds: float = Field(default=2, gt=0, le=300)
     final_upload_timeout_seconds: int = Field(default=3600, ge=10)
     launch_retries: int = Field(default=2, ge=0, le=10)
     master_port: int = Field(default=29500, ge=1024, le=65535)

@@ -66,6 +66,7 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         kwargs.setdefault("namespace", settings.kubernetes_namespace)
         kwargs.setdefault("startup_timeout_seconds", config.startup_timeout_seconds)
         kwargs.setdefault("startup_check_interval_seconds", config.startup_check_interval_seconds)
+        kwargs.setdefault("poll_interval", config.pod_poll_seconds)
         kwargs.setdefault("deferrable", config.deferrable)
         kwargs["retries"], kwargs["retry_delay"] = config.launch_retries, RETRY_DELAY
         super().__init__(

@@ -4,6 +4,7 @@ names, for 1 and 8 nodes."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from octotrain.catalog.named_objects import ResourceSpecs
 from octotrain.contracts import PLATFORM_ENV_NAMES
 from octotrain.planning import RunPlan, build_run_plan
 from octotrain.pods import master_address, service_name
+from octotrain.settings import get_settings
 from octotrain.tasks import Tasks
 from operators.launch_pod import LaunchNodePodOperator
 from tests.factories import ADMIN, VALID_TASK
@@ -142,3 +144,23 @@ def test_a_cpu_task_runs_as_its_uid_with_a_normal_priority(rule_session: Session
     assert containers(pod)["base"]["resources"]["limits"] == {"cpu": "1", "memory": "1024Mi"}
     volumes = {volume["name"]: volume for volume in spec["volumes"]}
     assert volumes["octotrain-work"] == {"name": "octotrain-work", "emptyDir": {}}
+
+
+def test_a_deferred_node_s_trigger_looks_at_its_pod_as_often_as_the_config_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``pod_poll_seconds`` paces the triggerer's looks at a running pod (the provider's
+    ``poll_interval``, which its trigger gets): each costs the triggerer a new API client."""
+    assert node_operator().poll_interval == 2  # the shipped file's: the provider's default
+    paced = tmp_path / "kubernetes.toml"
+    paced.write_text("pod_poll_seconds = 10\n")
+    monkeypatch.setenv("OCTOTRAIN_KUBERNETES_CONFIG_FILE", str(paced))
+    get_settings.cache_clear()
+    try:
+        assert node_operator().poll_interval == 10
+    finally:
+        get_settings.cache_clear()
+
+
+def node_operator() -> LaunchNodePodOperator:
+    return LaunchNodePodOperator(task_id="launch", training_task_id=1, node_index="single-0")
