@@ -116,8 +116,9 @@ with DAG(dag_id="bare_load", schedule=None, catchup=False, is_paused_upon_creati
 
 @contextmanager
 def fresh_database(label: str) -> Iterator[str]:
-    """A new PostgreSQL database on 127.0.0.1:5432 for this phase, dropped afterwards."""
-    name = f"octotrain_bench_load_{label}_{uuid.uuid4().hex[:8]}"
+    """A new PostgreSQL database on 127.0.0.1:5432 for this phase (or another bench), named
+    after ``label``, dropped afterwards."""
+    name = f"octotrain_bench_{label}_{uuid.uuid4().hex[:8]}"
     admin = sqlalchemy.create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
     try:
         with admin.connect() as connection:
@@ -236,10 +237,13 @@ class Marks:
         ]
 
     def dead_components(self) -> list[int]:
-        """Components (children of this process) that exited by themselves (zombies until
-        reaped): waiting for runs is pointless then."""
+        """Components (children of this process whose sessions were noted) that exited by
+        themselves (zombies until reaped): waiting for runs is pointless then. Other children
+        (bench.scale's emulated containers) are zombies for a moment whenever they end."""
         return [
-            proc.pid for proc in scan_processes() if proc.ppid == os.getpid() and proc.state == "Z"
+            proc.pid
+            for proc in scan_processes()
+            if proc.ppid == os.getpid() and proc.state == "Z" and proc.pid in self.sessions
         ]
 
 
@@ -618,8 +622,8 @@ def run_phase(name: str, arguments: argparse.Namespace, root: Path, marker: str)
     result = PhaseResult(name, [], [])
     leaks: list[str] = []
     with ExitStack() as stack:
-        metadata_url = stack.enter_context(fresh_database("meta"))
-        catalog_url = stack.enter_context(fresh_database("catalog"))
+        metadata_url = stack.enter_context(fresh_database("load_meta"))
+        catalog_url = stack.enter_context(fresh_database("load_catalog"))
         settings = {
             "OCTOTRAIN_STATE_DIR": str(folder / "state"),
             "OCTOTRAIN_CATALOG_URL": catalog_url,

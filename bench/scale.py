@@ -1,4 +1,5 @@
-"""Benchmark: what a catalog of thousands of training tasks costs Airflow.
+"""Benchmark: how Octotrain scales with thousands of training tasks, and with many trainings at
+once on few worker slots.
 
 - ``task start``: what each task process of a run pays before its operator runs, with 1,
   1,000 and 5,000 tasks in the catalog: a fresh interpreter that loads Airflow's plugins (as a
@@ -10,12 +11,26 @@
   (``[core] dagbag_import_timeout``, 30 s by default), and the serialization of its DAGs that
   follows in the same process (``[dag_processor] dag_file_processor_timeout``, 50 s, bounds
   both).
+- ``kubernetes`` (``--kubernetes``): N two-node trainings at once on the Kubernetes launcher
+  with a small pool of worker slots, against the loopback Kubernetes API emulator, in a real
+  Airflow with a triggerer on PostgreSQL: the peak trainings and pods at once, the peak task
+  instances running (at most the slots) and deferred, the wall time; checks that every run
+  succeeded with its model version and logs and left no pod, Service or process
+  (``bench/scale_kubernetes.py`` says how). Goal: 50 trainings at once with at most 8 slots.
+  A 2-core machine holds it with 4 slots (``--slots 4``): with 8, eight task runners and a
+  hundred starting containers starve each other, task runners' imports of the DAG file run over
+  Airflow's 30 s timeout, and a task rescheduled three times fails its run.
 
-Each figure is the median of ``--repeats`` fresh processes (wall time, interpreter start
-included). The catalog is SQLite; the tasks are copies of the demo task under other names,
-written in bulk (their rules were judged once, for the demo).
+The first two: each figure is the median of ``--repeats`` fresh processes (wall time,
+interpreter start included). The catalog is SQLite; the tasks are copies of the demo task under
+other names, written in bulk (their rules were judged once, for the demo). ``--sizes ''``
+skips them.
 
     uv run python -m bench.scale [--sizes 1,1000,5000] [--repeats 5]
+    uv run python -m bench.scale --sizes '' --kubernetes [--trainings 50] [--slots 8] \\
+        [--seconds 900] [--per-task 5] [--pod-poll 10]
+
+It exits with 1 when a check of the Kubernetes part failed.
 """
 
 from __future__ import annotations
@@ -29,6 +44,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.scale_kubernetes import Size, run_kubernetes
 from octotrain.settings import REPO_ROOT
 
 TASKS_DAG_FILE = REPO_ROOT / "dags" / "training_tasks.py"
@@ -110,11 +126,30 @@ def parse_seconds(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="1,1000,5000")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1,1000,5000", help="catalog sizes; '' skips")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--kubernetes", action="store_true", help="run the Kubernetes part")
+    parser.add_argument("--trainings", type=int, default=50, help="two-node runs at once")
+    parser.add_argument("--slots", type=int, default=8, help="[core] parallelism")
+    parser.add_argument("--seconds", type=float, default=900, help="each training's sleep")
+    parser.add_argument("--per-task", type=int, default=5, help="runs of one task at most")
+    parser.add_argument("--pod-poll", type=float, default=10, help="pod_poll_seconds")
+    parser.add_argument("--timeout", type=float, default=3600, help="seconds for the runs")
     args = parser.parse_args()
-    sizes = [int(size) for size in args.sizes.split(",")]
+    sizes = [int(size) for size in args.sizes.split(",") if size.strip()]
+    if sizes:
+        task_start_and_dag_processor(sizes, args.repeats)
+    if args.kubernetes:
+        size = Size(
+            args.trainings, args.slots, args.seconds, args.per_task, args.pod_poll, args.timeout
+        )
+        if not run_kubernetes(size):
+            sys.exit(1)
+
+
+def task_start_and_dag_processor(sizes: list[int], repeats: int) -> None:
+    """The first two parts, for catalogs of each of ``sizes`` tasks."""
     with tempfile.TemporaryDirectory(prefix="octotrain-bench-scale-") as scratch:
         root = Path(scratch)
         base_env = {key: value for key, value in os.environ.items()
@@ -129,7 +164,7 @@ def main() -> None:
         bare.write_text(BARE_DAG)
         runner = base_env | {"_AIRFLOW_PARSING_CONTEXT_DAG_ID": "bare",
                              "_AIRFLOW_PARSING_CONTEXT_TASK_ID": "run"}  # fmt: skip
-        baseline, _, _, _ = parse_seconds(bare, runner, args.repeats)
+        baseline, _, _, _ = parse_seconds(bare, runner, repeats)
         print(f"baseline: task start of a bare BashOperator DAG      {baseline:7.2f} s")
         starts: dict[int, float] = {}
         for size in sizes:
@@ -144,9 +179,9 @@ def main() -> None:
             }
             runner = env | {"_AIRFLOW_PARSING_CONTEXT_DAG_ID": f"octotrain_task_{demo}",
                             "_AIRFLOW_PARSING_CONTEXT_TASK_ID": "validate"}  # fmt: skip
-            starts[size], _, _, _ = parse_seconds(TASKS_DAG_FILE, runner, args.repeats)
+            starts[size], _, _, _ = parse_seconds(TASKS_DAG_FILE, runner, repeats)
             _, built, imported, serialized = parse_seconds(
-                TASKS_DAG_FILE, env, max(1, args.repeats // 2), serialize=True
+                TASKS_DAG_FILE, env, max(1, repeats // 2), serialize=True
             )
             print(
                 f"{size:>5} tasks: task start {starts[size]:6.2f} s "
