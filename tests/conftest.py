@@ -7,10 +7,12 @@ AIRFLOW_HOME before anything imports Airflow. Tests that need a whole Airflow in
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 import uuid
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 _AIRFLOW_HOME = tempfile.mkdtemp(prefix="octotrain-test-airflow-")
@@ -28,12 +30,14 @@ from hooks.catalog import CatalogHook  # noqa: E402
 from hooks.local_store import LocalFolderStore  # noqa: E402
 from octotrain.settings import get_settings  # noqa: E402
 from tests.factories import build_rule_catalog  # noqa: E402
+from tests.radosgw import ClusterFailed, S3Endpoint, pids_in, radosgw_cluster  # noqa: E402
 
 POSTGRES_ADMIN_URL = os.environ.get(
     "OCTOTRAIN_TEST_POSTGRES_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
 )
 
 
+S3_CONNECTION = "s3_test"  # the Airflow connection of the s3_server fixture's user
 BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 
 
@@ -121,49 +125,37 @@ def store(tmp_path: Path) -> LocalFolderStore:
 
 
 @pytest.fixture(scope="session")
-def s3_server() -> Iterator[str]:
-    """An S3-compatible server (moto) on 127.0.0.1, with an Airflow connection ``moto_test``
-    pointing at it; yields its URL."""
-    import json
-    import logging
-
-    from moto.server import ThreadedMotoServer
-
-    from hooks.local_process import free_port
-
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    url = f"http://127.0.0.1:{port}"
-    os.environ["AIRFLOW_CONN_MOTO_TEST"] = json.dumps(
-        {"conn_type": "aws", "login": "test", "password": "test-secret",
-         "extra": {"endpoint_url": url}}
-    )  # fmt: skip
-    yield url
-    server.stop()
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Endpoint]:
+    """A real S3 server (Ceph's radosgw, ``tests/radosgw.py``) on 127.0.0.1 for the whole
+    session, with an Airflow connection ``s3_test`` for its user; yields its endpoint. Without
+    Ceph's packages the tests that need it fail, naming them (``.ci/run`` installs them)."""
+    folder = tmp_path_factory.mktemp("radosgw")
+    cluster = ExitStack()
+    try:
+        endpoint = cluster.enter_context(radosgw_cluster(folder))
+    except ClusterFailed as error:
+        pytest.fail(f"a real S3 server is required for this test: {error}")
+    with cluster:
+        os.environ[f"AIRFLOW_CONN_{S3_CONNECTION.upper()}"] = json.dumps(
+            {"conn_type": "aws", "login": endpoint.access_key, "password": endpoint.secret_key,
+             "extra": {"endpoint_url": endpoint.url, "region_name": endpoint.region}}
+        )  # fmt: skip
+        yield endpoint
+    left = pids_in(folder)
+    assert not left, f"the S3 server's processes outlived it: {left}"
 
 
 @pytest.fixture
-def s3_bucket(s3_server: str) -> str:
+def s3_bucket(s3_server: S3Endpoint) -> str:
     """A new, empty bucket on the S3 server; its object-store URL."""
     return new_s3_bucket(s3_server)
 
 
-def new_s3_bucket(s3_server: str) -> str:
+def new_s3_bucket(s3_server: S3Endpoint) -> str:
     """Create an empty bucket on the S3 server; return its object-store URL."""
-    import boto3
-
     name = f"octotrain-{uuid.uuid4().hex[:12]}"
-    client = boto3.client(
-        "s3",
-        endpoint_url=s3_server,
-        region_name="us-east-1",
-        aws_access_key_id="test",
-        aws_secret_access_key="test-secret",
-    )
-    client.create_bucket(Bucket=name)
-    return f"s3://{name}/octotrain?conn_id=moto_test"
+    s3_server.client().create_bucket(Bucket=name)
+    return f"s3://{name}/octotrain?conn_id={S3_CONNECTION}"
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
 """The production shape of an installation, for real on this machine: Airflow with the
 CeleryExecutor (broker: the Redis on 127.0.0.1:6379, under a key prefix of its own; results:
 the PostgreSQL metadata DB), a scheduler and TWO Celery workers of two processes each, the
-catalog on PostgreSQL, the object store and Airflow's task logs on S3 (moto on 127.0.0.1).
+catalog on PostgreSQL, the object store and Airflow's task logs on S3 (Ceph's radosgw on
+127.0.0.1, a real S3 server).
 
 A 4-node training task whose nodes rendezvous on MASTER_PORT (like torchrun: every node waits
 until all four run) can only finish when its four ``launch`` task instances run at once, that
@@ -22,7 +23,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import boto3
 import httpx
 import pytest
 
@@ -33,7 +33,7 @@ from octotrain.contracts import NodeLogNames, dag_id_for
 from octotrain.planning import run_key
 from octotrain.settings import REPO_ROOT
 from octotrain.storage import ObjectStore
-from tests.conftest import new_s3_bucket, postgres_database
+from tests.conftest import S3_CONNECTION, new_s3_bucket, postgres_database
 from tests.factories import add_command_algorithm, add_task
 from tests.live_airflow import HTTP_SECONDS, LiveAirflow, demo_airflow
 from tests.live_celery import (
@@ -43,6 +43,7 @@ from tests.live_celery import (
     celery_workers,
     ping_workers,
 )
+from tests.radosgw import S3Endpoint
 
 pytestmark = pytest.mark.postgres
 
@@ -51,7 +52,7 @@ POINTS = 40  # metric points each node appends
 REQUEST_ID = "celery-1"
 RUN_SECONDS = 360  # five stages, four nodes at once, on a loaded machine; pytest's limit is 600
 MEET_SECONDS = 240  # for the last of the four nodes to start, once the first has
-LOGS_CONN = "moto_test"  # the s3_server fixture's Airflow connection
+LOGS_CONN = S3_CONNECTION  # the s3_server fixture's Airflow connection
 
 # Each node declares a chart and appends POINTS points, meets the other nodes on MASTER_PORT
 # (rank 0 listens, the others connect, every node waits for all), writes its part of the
@@ -102,7 +103,7 @@ class CeleryRun:
     dag_run_id: str
     catalog_run_id: int
     store: ObjectStore
-    s3: Any  # a boto3 S3 client of the moto server
+    s3: Any  # a boto3 S3 client of the S3 server
     bucket: str
     key_prefix: str
     broker_keys_during_run: list[str]
@@ -110,7 +111,9 @@ class CeleryRun:
 
 
 @pytest.fixture(scope="module")
-def celery_run(tmp_path_factory: pytest.TempPathFactory, s3_server: str) -> Iterator[CeleryRun]:
+def celery_run(
+    tmp_path_factory: pytest.TempPathFactory, s3_server: S3Endpoint
+) -> Iterator[CeleryRun]:
     """Start the installation, run the 4-node task once, and wait for it."""
     # What the scheduler and the workers import first; failing here says why at once, not
     # as workers that never answer (provider 3.26 imports celery.backends.database.retry,
@@ -188,13 +191,7 @@ def celery_run(tmp_path_factory: pytest.TempPathFactory, s3_server: str) -> Iter
             dag_run_id=dag_run_id,
             catalog_run_id=started.json()["run"]["id"],
             store=object_store_from_url(store_url),
-            s3=boto3.client(
-                "s3",
-                endpoint_url=s3_server,
-                region_name="us-east-1",
-                aws_access_key_id="test",
-                aws_secret_access_key="test-secret",
-            ),
+            s3=s3_server.client(),
             bucket=bucket,
             key_prefix=key_prefix,
             broker_keys_during_run=during,

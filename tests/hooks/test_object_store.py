@@ -103,7 +103,7 @@ def test_local_objects_are_read_only_and_readable_in_place(tmp_path: Path) -> No
 
 
 def test_an_unreachable_store_is_retried_with_backoff_then_named(
-    s3_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(
         "AIRFLOW_CONN_DOWN",
