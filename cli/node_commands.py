@@ -71,6 +71,10 @@ def sync(
         Path | None,
         typer.Option(help="The node cache folder: the node's pins are released at its end."),
     ] = None,
+    run_id: Annotated[str, typer.Option(help="The Airflow run id (named in checkpoints).")] = "",
+    checkpoint_every: Annotated[
+        float, typer.Option(help="At most how often CHECKPOINT is synced, in seconds.")
+    ] = 30,
 ) -> None:
     sidecar = NodeSync(
         default_object_store(),
@@ -78,6 +82,8 @@ def sync(
         task_id=_task_of(prefix),
         node_index=node,
         work=work,
+        run_id=run_id,
+        checkpoint_every=checkpoint_every,
         cache=NodeCache(cache, max_bytes=0) if cache is not None else None,
     )
     raise typer.Exit(

@@ -216,10 +216,12 @@ def _choose_user(
         return
     for folder in (folders.output, folders.metrics):
         os.chown(folder, uid, uid)
+    for path in (folders.checkpoint, *folders.checkpoint.rglob("*")):  # restored files too
+        os.chown(path, uid, uid)
     confinement.uid = uid
     confinement.notes.append(
         f"the training runs as uid {uid} (group {uid}, no other groups): DATASET, MODEL and "
-        "MOUNTS are read-only to it, OUTPUT and METRICS are its own"
+        "MOUNTS are read-only to it, OUTPUT, METRICS and CHECKPOINT are its own"
     )
 
 

@@ -2,12 +2,15 @@
 
 ``stage`` (init container): lays out the node's work folder, copies the agent for the training
 container, stages the inputs the run's stage plan names through the node cache (the same code
-as the local launcher), and uploads its init log. ``sync`` (a native sidecar: an init
+as the local launcher), restores the node's latest checkpoint into ``CHECKPOINT`` (this run's,
+should the node be started again, else the one of the run it resumes), and uploads its init
+log. ``sync`` (a native sidecar: an init
 container with ``restartPolicy: Always``, which Kubernetes stops once the training container
 has ended, however it ended, OOM kill included): uploads the node's logs, metrics and resource
-samples every few seconds while the training runs; when the training has ended (the wrapper
-wrote its exit status, and waits for the upload) or the pod is being stopped (SIGTERM), it
-uploads the final state and ``OUTPUT`` with its manifest.
+samples every few seconds while the training runs, and what changed in ``CHECKPOINT`` at most
+every ``checkpoint_sync_seconds``; when the training has ended (the wrapper wrote its exit
+status, and waits for the upload) or the pod is being stopped (SIGTERM), it uploads the final
+state, ``CHECKPOINT``, and ``OUTPUT`` with its manifest.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hooks.checkpoint_sync import CheckpointSync, restore_checkpoint
 from hooks.local_process import AGENT_DIR
 from hooks.node_cache import NodeCache
 from hooks.run_files import write_text
@@ -30,15 +34,22 @@ from octotrain.contracts import METRICS_META_FILE, NodeFolders, NodeLogNames
 from octotrain.input_sources import StageSource
 from octotrain.manifests import manifest_of
 from octotrain.metrics_meta import meta_report
-from octotrain.run_layout import node_cache_holder
+from octotrain.run_layout import RunObjects, node_cache_holder
 from octotrain.storage import ObjectStore
 
 GIB = 1024**3
 
 
-def stage_plan(data: list[StageSource], models: list[StageSource]) -> dict[str, Any]:
-    """What the ``stage`` containers of a run read (written by the ``stage_data`` task)."""
-    return {"data": [source.__dict__ for source in data], "models": [m.__dict__ for m in models]}
+def stage_plan(
+    data: list[StageSource], models: list[StageSource], *, checkpoint_sources: list[RunObjects]
+) -> dict[str, Any]:
+    """What the ``stage`` containers of a run read (written by the ``stage_data`` task):
+    the inputs, and the runs whose checkpoint a node restores, in order of preference."""
+    return {
+        "data": [source.__dict__ for source in data],
+        "models": [m.__dict__ for m in models],
+        "checkpoint_sources": [source.prefix for source in checkpoint_sources],
+    }
 
 
 def _sources(items: list[dict[str, Any]]) -> list[StageSource]:
@@ -86,6 +97,14 @@ def stage_pod_node(
         cache = NodeCache(cache_dir, max_bytes=cache_max_bytes)
         holder = node_cache_holder(prefix, node_index)
         stage_inputs(store, cache, folders, sources, note, holder=holder)
+        restored = restore_checkpoint(
+            store,
+            sources=[RunObjects.from_prefix(p) for p in document.get("checkpoint_sources", [])],
+            objects=RunObjects.from_prefix(prefix),
+            node_index=node_index,
+            folder=folders.checkpoint,
+        )
+        note(restored.in_words() if restored else "no checkpoint to restore: CHECKPOINT is empty")
         note(f"data preparation finished for node {node_index}")
     except Exception as error:
         note(f"ERROR staging failed: {error}")
@@ -105,6 +124,8 @@ class NodeSync:
         task_id: int,
         node_index: str,
         work: Path,
+        run_id: str,
+        checkpoint_every: float,
         cache: NodeCache | None = None,
     ) -> None:
         self.store, self.prefix, self.node_index, self.work = store, prefix, node_index, work
@@ -112,6 +133,15 @@ class NodeSync:
         self.sent: dict[str, tuple[int, int]] = {}
         self.names = NodeLogNames(task_id=task_id, node_index=node_index)
         self.note = _stamped(work / "logs" / self.names.sidecar)
+        self.checkpoints = CheckpointSync(
+            store,
+            objects=RunObjects.from_prefix(prefix),
+            run_id=run_id,
+            node_index=node_index,
+            folder=NodeFolders.under(work).checkpoint,
+            every_seconds=checkpoint_every,
+            note=self.note,
+        )
 
     def _changed(self, path: Path, key: str) -> None:
         stat = path.stat()
@@ -121,7 +151,8 @@ class NodeSync:
             self.sent[key] = seen
 
     def sync(self) -> None:
-        """Upload what changed: log files, metrics, resource samples."""
+        """Upload what changed: log files, metrics, resource samples, and the checkpoint when
+        its sync is due."""
         logs = self.work / "logs"
         for path in sorted(logs.glob("*")) if logs.is_dir() else []:
             if path.is_file():
@@ -139,6 +170,7 @@ class NodeSync:
         resources = self.work / "resources.jsonl"
         if resources.is_file():
             self._changed(resources, f"{self.prefix}/resources/{self.node_index}.jsonl")
+        self.checkpoints.sync()
 
     def upload_output(self) -> int:
         """``OUTPUT`` and its manifest (what ``archive_model`` merges); returns the file count."""
@@ -185,10 +217,19 @@ class NodeSync:
         status = report["exit_status"]
         shown = "none: stopped" if status is None else status
         self.note(f"training ended (exit status {shown}); final upload")
+        self._final_checkpoint()
         count = self.upload_output()
         self.note(f"uploaded OUTPUT: {count} files")
         write_text(self.store, f"{self.prefix}/exits/{self.node_index}.json", json.dumps(report))
         self.sync()
+
+    def _final_checkpoint(self) -> None:
+        """Everything in ``CHECKPOINT`` now, before ``OUTPUT``: a node that was stopped or
+        evicted has only its checkpoint to give, in what is left of its grace period."""
+        try:
+            self.checkpoints.sync(final=True)
+        except Exception as error:  # OUTPUT and the exit report are still worth uploading
+            self.note(f"final checkpoint sync failed: {error}")
 
     def _release_inputs(self) -> None:
         """The training has ended: its inputs in the machine's node cache may be evicted."""

@@ -23,6 +23,7 @@ PLATFORM_ENV_NAMES = frozenset(
         "MOUNTS",
         "OUTPUT",
         "METRICS",
+        "CHECKPOINT",
         "TASK_ID",
         "RUN_ID",
         "NODE_INDEX",
@@ -107,6 +108,7 @@ class NodeFolders:
     mounts: Path
     output: Path
     metrics: Path
+    checkpoint: Path
 
     @classmethod
     def under(cls, root: Path) -> NodeFolders:
@@ -116,10 +118,13 @@ class NodeFolders:
             mounts=root / "mounts",
             output=root / "output",
             metrics=root / "metrics",
+            checkpoint=root / "checkpoint",
         )
 
     def create(self) -> None:
-        for folder in (self.model, self.dataset, self.mounts, self.output, self.metrics):
+        for folder in (
+            self.model, self.dataset, self.mounts, self.output, self.metrics, self.checkpoint
+        ):  # fmt: skip
             folder.mkdir(parents=True, exist_ok=True)
 
 
@@ -147,6 +152,7 @@ def training_environment(
             "MOUNTS": str(folders.mounts),
             "OUTPUT": str(folders.output),
             "METRICS": str(folders.metrics),
+            "CHECKPOINT": str(folders.checkpoint),
             "TASK_ID": str(task_id),
             "RUN_ID": run_id,
             "NODE_INDEX": node_index,

@@ -83,6 +83,12 @@ class RunPlan(BaseModel):
         """Where the run's files are in the object store."""
         return RunObjects(self.task_id, self.run_key)
 
+    @property
+    def checkpoint_sources(self) -> list[RunObjects]:
+        """The runs whose checkpoint a node restores before it trains, first found first:
+        this run's own (a node started again)."""
+        return [self.objects]
+
     def shown(self) -> dict[str, Any]:
         """The plan as Airflow carries it between the stages (XCom, shown in Airflow's UI) and
         as the catalog keeps it: secrets masked (``secret_values`` keeps them apart)."""

@@ -2,18 +2,19 @@
 API's shape, which the KubernetesPodOperator takes as its pod template).
 
 Each pod has three containers sharing a work volume (``/octotrain/work``: the node's
-``DATASET``, ``MODEL``, ``OUTPUT``, ``METRICS`` and log folder):
+``DATASET``, ``MODEL``, ``OUTPUT``, ``METRICS``, ``CHECKPOINT`` and log folder):
 
 - ``stage`` (init, the Octotrain image): stages the data inputs and input models through the
-  node cache, exactly as the local launcher does, and copies the in-pod agent into a shared
-  volume;
+  node cache, exactly as the local launcher does, restores the node's latest checkpoint into
+  ``CHECKPOINT``, and copies the in-pod agent into a shared volume;
 - ``base`` (the algorithm's image): the agent's wrapper, which starts the resource monitor and
   then the user's command with ``--name=value`` parameters and the training environment of
   DESIGN.md, teeing its output to the train log;
 - ``sync`` (a native sidecar, Kubernetes 1.29+: an init container with ``restartPolicy:
   Always``, the Octotrain image): every few seconds uploads the logs, metrics and resource
-  samples to the object store, and when the training ends uploads the final state and
-  ``OUTPUT`` (the wrapper waits for it); Kubernetes stops it once the training container has
+  samples to the object store, and ``CHECKPOINT`` at most every ``checkpoint_sync_seconds``;
+  when the training ends it uploads the final state, ``CHECKPOINT`` and ``OUTPUT`` (the
+  wrapper waits for it); Kubernetes stops it once the training container has
   ended, however it ended, so the pod completes.
 
 Distributed runs (several nodes) get a headless Service; each pod is ``<node>.<service>``, and
@@ -62,6 +63,8 @@ class PodSettings:
     octotrain_image: str
     config: KubernetesConfig
     stop_grace_seconds: int
+    # At most how often the sidecar syncs the node's CHECKPOINT while it trains.
+    checkpoint_sync_seconds: float = 30
     # Environment of the stage and sync containers when no Secret holds it (object store).
     store_env: dict[str, str] = field(default_factory=dict)
     # A partial pod spec from the resource spec, merged under the built pod.
@@ -177,6 +180,8 @@ def node_pod(plan: RunPlan, node_index: str, settings: PodSettings) -> dict[str,
                         "--work", WORK_DIR, "--every", str(config.sync_interval_seconds),
                         "--exit-file", EXIT_FILE, "--ready-file", SYNC_READY_FILE,
                         "--done-file", UPLOAD_DONE_FILE, "--cache", CACHE_DIR,
+                        "--run-id", plan.run_id,
+                        "--checkpoint-every", f"{settings.checkpoint_sync_seconds:g}",
                     ],
                     **store,
                     "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},

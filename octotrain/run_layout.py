@@ -3,7 +3,7 @@
 Local folder of a run (``<runs_dir>/<task id>/<run key>/``)::
 
     logs/                       the product's log files of every node (DESIGN.md)
-    nodes/<node index>/         MODEL, DATASET, MOUNTS, OUTPUT, METRICS, the resource
+    nodes/<node index>/         MODEL, DATASET, MOUNTS, OUTPUT, METRICS, CHECKPOINT, the resource
                                 samples (resources.jsonl) and the wrapper's report of how the
                                 training ended (exit.json) of one node
     outcomes/<node index>.json  how each node ended, written by its launch
@@ -19,6 +19,10 @@ In the object store (``RunObjects``, spelled here only)::
         output/<node index>/    each node's OUTPUT, as its pod's sidecar uploaded it
         outputs/<node>.json     that upload's manifest
         exits/<node>.json       how the node's training ended (its wrapper's report)
+        checkpoints/<node>/<version>/<file>
+                                every synced version of each file of the node's CHECKPOINT
+                                (octotrain/checkpoints.py)
+        checkpoints/<node>.json the node's latest checkpoint: which version of each file
         stops/<node>.json       why the node was stopped
         ABORT.json              the run's abort flag (Kubernetes)
 
@@ -80,6 +84,14 @@ class RunObjects:
 
     def exit_report(self, node_index: str) -> str:
         return f"{self.prefix}/exits/{node_index}.json"
+
+    def checkpoints(self, node_index: str) -> str:
+        """The synced versions of node ``node_index``'s checkpoint files."""
+        return f"{self.prefix}/checkpoints/{node_index}"
+
+    def checkpoint_manifest(self, node_index: str) -> str:
+        """The node's latest checkpoint (``octotrain.checkpoints.CheckpointManifest``)."""
+        return f"{self.prefix}/checkpoints/{node_index}.json"
 
     def stop_record(self, node_index: str) -> str:
         return f"{self.prefix}/stops/{node_index}.json"

@@ -32,6 +32,7 @@ class Settings(BaseModel):
     runs_dir: Path
     local_code_dir: Path
     stop_grace_seconds: float = Field(gt=0)
+    checkpoint_sync_seconds: float = Field(gt=0)
     node_cache_dir: Path
     node_cache_max_gb: float = Field(gt=0)
     mounts_root: str

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowException, AirflowSkipException
 
+from hooks.checkpoint_sync import BackgroundCheckpointSync, CheckpointSync
 from hooks.local_process import (
     AGENT_DIR,
     LocalNodeProcess,
@@ -28,6 +30,7 @@ from hooks.local_process import (
     RunAbortMarker,
 )
 from hooks.node_confinement import Confinement, confine_node
+from hooks.object_store import default_object_store
 from octotrain.abort_flags import AbortFlag
 from octotrain.contracts import parameter_arguments, training_environment
 from octotrain.metrics_meta import meta_report
@@ -102,14 +105,38 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
         except NodeStartFailed as error:
             return self._finish(layout, NodeEnding(self.node_index, start_error=str(error)))
         self.log.info("node %s started as pid %s", self.node_index, pid)
+        checkpoints = self._checkpoint_sync(plan, layout)
+        checkpoints.start()
         self._watching = True
         try:
             outcome = self._process.wait(abort)
         finally:
             self._watching = False
+            checkpoints.finish()
         stopped_by = outcome.stopped_by or self._stopped_by_airflow
         ending = self._ending(layout, outcome, stopped_by=stopped_by)
         return self._finish(layout, ending, stopped_by=stopped_by)
+
+    def _checkpoint_sync(self, plan: RunPlan, layout: RunLayout) -> BackgroundCheckpointSync:
+        """What the pod's sidecar does for ``CHECKPOINT``, from this task's process; noted in
+        the node's sidecar log, as in a pod."""
+        sidecar_log = layout.log_path(layout.log_names(self.node_index).sidecar)
+
+        def note(message: str) -> None:
+            with sidecar_log.open("a", encoding="utf-8") as log:
+                log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} {message}\n")
+
+        return BackgroundCheckpointSync(
+            CheckpointSync(
+                default_object_store(),
+                objects=plan.objects,
+                run_id=plan.run_id,
+                node_index=self.node_index,
+                folder=layout.node_folders(self.node_index).checkpoint,
+                every_seconds=get_settings().checkpoint_sync_seconds,
+                note=note,
+            )
+        )
 
     def _confine(
         self, plan: RunPlan, layout: RunLayout, command: list[str], path: str

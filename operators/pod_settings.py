@@ -38,6 +38,7 @@ def pod_settings(resource_spec: str) -> PodSettings:
         octotrain_image=settings.octotrain_image,
         config=config,
         stop_grace_seconds=int(settings.stop_grace_seconds),
+        checkpoint_sync_seconds=settings.checkpoint_sync_seconds,
         store_env={} if config.object_store_secret else store_environment(),
         template=template or {},
     )

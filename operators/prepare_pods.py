@@ -49,7 +49,8 @@ class PreparePodsOperator(TrainingStageOperator):
             raise AirflowFailException("staging failed: " + "; ".join(gone))
         with tempfile.TemporaryDirectory(prefix="octotrain-stage-plan-") as scratch:
             path = Path(scratch) / "stage.json"
-            path.write_text(json.dumps(stage_plan(data, models)))
+            document = stage_plan(data, models, checkpoint_sources=plan.checkpoint_sources)
+            path.write_text(json.dumps(document))
             store.put_file(objects.stage_plan, path)
         settings = get_settings()
         if plan.world_size > 1:

@@ -2,7 +2,8 @@
 
 Data inputs go to ``DATASET/<name>`` and input models to ``MODEL`` (one version: its files;
 several: one folder each), through the node cache, verified against their manifests; resource
-mounts appear under ``MOUNTS/<name>`` without a download. Every node gets its own
+mounts appear under ``MOUNTS/<name>`` without a download; the node's latest checkpoint (of the
+run it resumes) goes to ``CHECKPOINT``. Every node gets its own
 ``train-{id}-{index}-init.log`` saying what was staged, how much and how fast, or why it could
 not be. The three always-present log files of every node are created here, so the log contract
 holds even when staging fails; and since no node then starts, each gets its supplemental log
@@ -20,6 +21,7 @@ from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowFailException
 
 from hooks.catalog import default_catalog
+from hooks.checkpoint_sync import restore_checkpoint
 from hooks.local_process import RunAbortMarker
 from hooks.mounts import MountUnavailable, expose_mount
 from hooks.node_cache import DiskTooSmall, NodeCache
@@ -110,7 +112,7 @@ def stage_one_node(
     mounts_root: Path | None,
     note: Callable[[str], None],
 ) -> None:
-    """Stage every input of one node and expose its mounts."""
+    """Stage every input of one node, expose its mounts and restore its checkpoint."""
     data, models, mounts = sources
     folders = layout.node_folders(node_index)
     folders.create()
@@ -119,6 +121,14 @@ def stage_one_node(
     for source in mounts:
         path = expose_mount(store, source.object_prefix, folders.mounts / source.name, mounts_root)
         note(f"mounted {source.name} read-only at {path} (no download)")
+    restored = restore_checkpoint(
+        store,
+        sources=plan.checkpoint_sources,
+        objects=plan.objects,
+        node_index=node_index,
+        folder=folders.checkpoint,
+    )
+    note(restored.in_words() if restored else "no checkpoint to restore: CHECKPOINT is empty")
     note(f"data preparation finished for node {node_index}")
 
 

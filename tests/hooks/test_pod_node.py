@@ -14,15 +14,18 @@ from pathlib import Path
 
 import pytest
 
+from hooks.checkpoint_sync import CheckpointSync
 from hooks.local_store import LocalFolderStore
 from hooks.node_cache import NodeCache
 from hooks.pod_node import NodeSync, stage_plan, stage_pod_node
 from hooks.run_files import read_json, read_text, write_text
 from octotrain.manifests import content_digest
-from octotrain.run_layout import node_cache_holder
+from octotrain.run_layout import RunObjects, node_cache_holder
 from tests.hooks.test_node_cache import put_version
 
 PREFIX = "runs/7/manual-1"
+# What every sidecar here is started with beside its work folder.
+SIDECAR = {"run_id": "manual-1", "checkpoint_every": 30.0}
 GIB = 1024**3
 
 
@@ -36,7 +39,11 @@ def test_stage_lays_out_the_work_folder_and_stages_the_plan(
 ) -> None:
     data = put_version(store, tmp_path, "datasets/p/houses/v1", {"train.csv": b"a,b\n1,2\n"})
     model = put_version(store, tmp_path, "models/p/base/v3", {"weights.bin": b"\x01" * 100})
-    write_text(store, f"{PREFIX}/stage.json", json.dumps(stage_plan([data], [model])))
+    write_text(
+        store,
+        f"{PREFIX}/stage.json",
+        json.dumps(stage_plan([data], [model], checkpoint_sources=[])),
+    )
     work, agent = tmp_path / "work", tmp_path / "agent"
     stage_pod_node(store, plan_key=f"{PREFIX}/stage.json", task_id=7, node_index="single-0",
                    work=work, cache_dir=tmp_path / "cache", agent_dir=agent,
@@ -45,7 +52,10 @@ def test_stage_lays_out_the_work_folder_and_stages_the_plan(
     assert (work / "model" / "weights.bin").read_bytes() == b"\x01" * 100  # one model: whole
     assert not os.access(work / "dataset" / data.name / "train.csv", os.W_OK) or os.getuid() == 0
     assert (agent / "run_training.py").is_file()
-    for folder in ("output", "metrics", "mounts"):
+    assert "no checkpoint to restore: CHECKPOINT is empty" in read_text(
+        store, f"{PREFIX}/logs/train-7-single-0-init.log"
+    )
+    for folder in ("output", "metrics", "mounts", "checkpoint"):
         assert (work / folder).is_dir()
     logs = sorted(p.name for p in (work / "logs").iterdir())
     assert logs == ["train-7-single-0-init.log", "train-7-single-0-sidecar.log",
@@ -54,12 +64,36 @@ def test_stage_lays_out_the_work_folder_and_stages_the_plan(
     assert "data preparation finished for node single-0" in uploaded
 
 
+def test_stage_restores_the_newest_checkpoint_of_the_first_source_that_has_one(
+    store: LocalFolderStore, tmp_path: Path
+) -> None:
+    earlier = RunObjects(7, "manual-0")
+    earlier_node = tmp_path / "earlier-checkpoint"
+    earlier_node.mkdir()
+    (earlier_node / "step-20.pt").write_bytes(b"s" * 2048)
+    sync = CheckpointSync(store, objects=earlier, run_id="manual__0", node_index="single-0",
+                          folder=earlier_node, every_seconds=0, note=lambda _: None)  # fmt: skip
+    assert sync.sync(final=True)
+    sources = [RunObjects.from_prefix(PREFIX), earlier]  # this run has none yet
+    write_text(store, f"{PREFIX}/stage.json",
+               json.dumps(stage_plan([], [], checkpoint_sources=sources)))  # fmt: skip
+    work = tmp_path / "work"
+    stage_pod_node(store, plan_key=f"{PREFIX}/stage.json", task_id=7, node_index="single-0",
+                   work=work, cache_dir=tmp_path / "cache", agent_dir=tmp_path / "agent",
+                   cache_max_bytes=GIB)  # fmt: skip
+    assert (work / "checkpoint" / "step-20.pt").read_bytes() == b"s" * 2048
+    init_log = read_text(store, f"{PREFIX}/logs/train-7-single-0-init.log")
+    assert "restored checkpoint: 1 files, 0.0 MiB into CHECKPOINT from run manual__0" in init_log
+
+
 def test_a_stage_that_fails_says_why_in_the_uploaded_init_log(
     store: LocalFolderStore, tmp_path: Path
 ) -> None:
     data = put_version(store, tmp_path, "datasets/p/houses/v1", {"train.csv": b"rows"})
     (tmp_path / "objects" / "datasets/p/houses/v1/train.csv").unlink()
-    write_text(store, f"{PREFIX}/stage.json", json.dumps(stage_plan([data], [])))
+    write_text(
+        store, f"{PREFIX}/stage.json", json.dumps(stage_plan([data], [], checkpoint_sources=[]))
+    )
     with pytest.raises(Exception, match=r"train\.csv"):
         stage_pod_node(store, plan_key=f"{PREFIX}/stage.json", task_id=7,
                        node_index="distributed-1", work=tmp_path / "work",
@@ -81,7 +115,9 @@ def work_folder(tmp_path: Path) -> Path:
 
 def test_sync_uploads_only_what_changed(store: LocalFolderStore, tmp_path: Path) -> None:
     work = work_folder(tmp_path)
-    sidecar = NodeSync(store, prefix=PREFIX, task_id=7, node_index="distributed-0", work=work)
+    sidecar = NodeSync(
+        store, prefix=PREFIX, task_id=7, node_index="distributed-0", work=work, **SIDECAR
+    )
     puts: list[str] = []
     original = store.put_file
     store.put_file = lambda key, path, **kw: puts.append(key) or original(key, path, **kw)  # type: ignore[method-assign]
@@ -105,7 +141,9 @@ def test_sync_notes_the_problems_of_the_meta_file_once(
     store: LocalFolderStore, tmp_path: Path
 ) -> None:
     work = work_folder(tmp_path)
-    sidecar = NodeSync(store, prefix=PREFIX, task_id=7, node_index="distributed-0", work=work)
+    sidecar = NodeSync(
+        store, prefix=PREFIX, task_id=7, node_index="distributed-0", work=work, **SIDECAR
+    )
     meta = {"name": "loss", "x": "step", "ys": ["value"], "description": "loss"}
     (work / "metrics" / "metrics.json").write_text(json.dumps({"metas": [meta, {"name": "x y"}]}))
     sidecar.sync()
@@ -142,11 +180,13 @@ def test_the_final_upload_follows_the_exit_status_and_the_sidecar_waits_to_be_st
     (work / "output" / "ckpt" / "model.pt").write_bytes(b"weights")
     exit_file, done_file = work / "exit-code", work / "upload-done"
     exit_file.write_text('{"exit_status": 137, "killed_after_grace_seconds": 2.0}')
+    (work / "checkpoint").mkdir()
+    (work / "checkpoint" / "step-30.pt").write_bytes(b"state")  # written a moment ago: final
     cache = NodeCache(tmp_path / "cache", max_bytes=GIB)
     cache.pin("a" * 64, node_cache_holder(PREFIX, "distributed-0"))  # as the stage container did
     cache.pin("a" * 64, node_cache_holder(PREFIX, "distributed-1"))  # another pod on the machine
     sidecar = NodeSync(store, prefix=PREFIX, task_id=7, node_index="distributed-0", work=work,
-                       cache=cache)  # fmt: skip
+                       cache=cache, **SIDECAR)  # fmt: skip
     stopper = sigterm_once(done_file.exists)  # the wrapper sees it and the container ends
     ready = work / "sync-ready"
     assert sidecar.run(every=0.01, exit_file=exit_file, ready_file=ready, done_file=done_file) == 0
@@ -162,6 +202,9 @@ def test_the_final_upload_follows_the_exit_status_and_the_sidecar_waits_to_be_st
     sidecar_log = read_text(store, f"{PREFIX}/logs/train-7-distributed-0-sidecar.log")
     assert "training ended (exit status 137)" in sidecar_log
     assert "uploaded OUTPUT: 1 files" in sidecar_log
+    assert "checkpoint synced: 1 files" in sidecar_log  # CHECKPOINT at the end, whatever it is
+    checkpoint = read_json(store, f"{PREFIX}/checkpoints/distributed-0.json")
+    assert list(checkpoint["files"]) == ["step-30.pt"]
     # the node's inputs may be evicted from the machine's cache now; the other node's stay
     pins = [pin.name for pin in (tmp_path / "cache" / ".pins" / ("a" * 64)).iterdir()]
     assert pins == [node_cache_holder(PREFIX, "distributed-1")]
@@ -172,7 +215,9 @@ def test_sigterm_stops_the_sidecar_with_a_final_upload(
     store: LocalFolderStore, tmp_path: Path
 ) -> None:
     work = work_folder(tmp_path)
-    sidecar = NodeSync(store, prefix=PREFIX, task_id=7, node_index="distributed-0", work=work)
+    sidecar = NodeSync(
+        store, prefix=PREFIX, task_id=7, node_index="distributed-0", work=work, **SIDECAR
+    )
     started = time.monotonic()
     sigterm_once(lambda: time.monotonic() - started > 0.2)  # a stop, or an OOM-killed training
     done_file = work / "upload-done"

@@ -50,6 +50,7 @@ def test_training_environment_has_the_whole_contract_and_platform_names_win(
     assert env["DATASET"] == env["DATASET_PATH"] == str(tmp_path / "dataset")
     assert env["MOUNTS"] == str(tmp_path / "mounts")
     assert env["METRICS"] == str(tmp_path / "metrics")
+    assert env["CHECKPOINT"] == str(tmp_path / "checkpoint")
     assert (env["TASK_ID"], env["RUN_ID"], env["NODE_INDEX"]) == ("7", "manual__1", "distributed-1")
     assert (env["WORLD_SIZE"], env["RANK"]) == ("2", "1")
     assert (env["MASTER_ADDR"], env["MASTER_PORT"]) == ("127.0.0.1", "29500")

@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 from airflow.sdk.exceptions import AirflowException, AirflowSkipException
 
+from hooks.checkpoint_sync import read_manifest
 from hooks.local_process import RunAbortMarker
+from hooks.object_store import default_object_store
 from octotrain.abort_flags import AbortFlag
 from octotrain.planning import NodeResources, RunPlan
 from octotrain.run_layout import RunLayout
@@ -121,3 +123,19 @@ def test_a_node_stopped_by_another_s_failure_or_by_airflow_still_fails(
         launch(plan)
     assert not isinstance(failed.value, AirflowSkipException)
     assert str(failed.value) == reason == supplemental(plan)
+
+
+def test_what_a_node_writes_to_checkpoint_is_in_the_store_when_it_ends(plan: RunPlan) -> None:
+    saves = (
+        "import os, pathlib\n"
+        "folder = pathlib.Path(os.environ['CHECKPOINT'])\n"
+        "(folder / 'step-10.pt.tmp').write_bytes(b'weights')\n"
+        "os.replace(folder / 'step-10.pt.tmp', folder / 'step-10.pt')\n"
+    )
+    launch(plan.model_copy(update={"command": [sys.executable, "-c", saves]}))
+    layout = layout_of(plan)
+    manifest = read_manifest(default_object_store(), plan.objects, NODE)
+    assert manifest is not None and list(manifest.files) == ["step-10.pt"]
+    assert manifest.run_id == plan.run_id
+    sidecar_log = layout.log_path(layout.log_names(NODE).sidecar).read_text()
+    assert "checkpoint synced: 1 files" in sidecar_log

@@ -79,6 +79,11 @@ def test_each_node_gets_the_environment_contract_and_its_rank(
         assert (env["RANK"], env["WORLD_SIZE"]) == (str(rank), str(nodes))
         assert env["NODE_INDEX"] == plan.node_indices[rank]
         assert env["DATASET"] == "/octotrain/work/dataset" == env["DATASET_PATH"]
+        assert env["CHECKPOINT"] == "/octotrain/work/checkpoint"  # the sidecar syncs it
+        sync = containers(pod)["sync"]["command"]
+        assert sync[sync.index("--run-id") + 1] == plan.run_id
+        every = get_settings().checkpoint_sync_seconds
+        assert float(sync[sync.index("--checkpoint-every") + 1]) == every
         assert env["LOG_LEVEL"] == "info"  # the algorithm's own variable
         assert env["MASTER_PORT"] == "29500"
         if nodes == 1:
