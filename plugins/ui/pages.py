@@ -15,6 +15,7 @@ which the sandbox of Airflow's iframe would otherwise refuse to navigate to.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -58,6 +59,16 @@ _templates = jinja2.Environment(
     autoescape=True,
     undefined=jinja2.StrictUndefined,
 )
+
+
+def _utc_iso(moment: datetime) -> str:
+    """``moment`` for ``<time datetime>``: common.js shows it in Airflow's format and timezone;
+    the catalog keeps naive UTC times, which a browser would read as local ones."""
+    aware = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    return aware.isoformat().replace("+00:00", "Z")
+
+
+_templates.filters["iso"] = _utc_iso
 RECENT_RUNS = 5
 AirflowId = Annotated[str, PathParameter(min_length=1, max_length=250)]
 TaskId = Annotated[int, PathParameter(ge=1, le=MAX_VERSION_NUMBER)]

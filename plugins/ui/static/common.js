@@ -40,3 +40,144 @@ document.addEventListener("click", (event) => {
   event.preventDefault();
   top.dispatchEvent(new top.PopStateEvent("popstate", { state }));
 });
+
+// Airflow's look inside Airflow's iframe. The iframe is of Airflow's origin, so the page reads
+// the top window: its colour mode (Chakra UI's class "dark" or "light" on <html>) and the values
+// of Chakra's semantic colour tokens, which pages.css uses through its own variables (--bg, --fg,
+// …; its fallbacks serve a page opened on its own). A change of Airflow's theme is followed at
+// once; pages that draw (the charts) listen to the "octotrain:theme" event.
+const AIRFLOW_TOKENS = {
+  "--bg": "--chakra-colors-bg",
+  "--bg-subtle": "--chakra-colors-bg-subtle",
+  "--bg-muted": "--chakra-colors-bg-muted",
+  "--bg-panel": "--chakra-colors-bg-panel",
+  "--fg": "--chakra-colors-fg",
+  "--fg-muted": "--chakra-colors-fg-muted",
+  "--border": "--chakra-colors-border",
+  "--border-emphasized": "--chakra-colors-border-emphasized",
+  "--font-body": "--chakra-fonts-body",
+  "--accent": "--chakra-colors-fg-info",
+  "--state-success-solid": "--chakra-colors-success-solid",
+  "--state-failed-solid": "--chakra-colors-failed-solid",
+  "--state-running-solid": "--chakra-colors-running-solid",
+  "--state-queued-solid": "--chakra-colors-queued-solid",
+};
+
+function airflowDocument() {
+  try {
+    return window.top !== window ? window.top.document : null;
+  } catch {
+    return null; // embedded by a page of another origin
+  }
+}
+
+function colorMode() {
+  const html = airflowDocument()?.documentElement;
+  if (html?.classList.contains("dark")) return "dark";
+  if (html?.classList.contains("light")) return "light";
+  return window.matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light";
+}
+
+function followAirflowTheme() {
+  const mode = colorMode();
+  const root = document.documentElement;
+  const changed = root.dataset.theme !== mode;
+  root.dataset.theme = mode;
+  root.style.colorScheme = mode;
+  const host = airflowDocument();
+  if (host) {
+    const tokens = getComputedStyle(host.documentElement);
+    for (const [own, chakra] of Object.entries(AIRFLOW_TOKENS)) {
+      const value = tokens.getPropertyValue(chakra).trim();
+      if (value) root.style.setProperty(own, value);
+      else root.style.removeProperty(own);
+    }
+  }
+  if (changed) document.dispatchEvent(new CustomEvent("octotrain:theme", { detail: { mode } }));
+}
+
+followAirflowTheme();
+if (airflowDocument()) {
+  new MutationObserver(followAirflowTheme).observe(airflowDocument().documentElement, {
+    attributes: true,
+    attributeFilter: ["class", "style"],
+  });
+} else {
+  window.matchMedia("(prefers-color-scheme: dark)").addEventListener("change", followAirflowTheme);
+}
+
+// Dates as Airflow's UI writes them: "YYYY-MM-DD HH:mm:ss" in the timezone the user chose in
+// Airflow's user menu (kept in localStorage "timezone", of Airflow's origin and so of this page),
+// else the browser's own, as Airflow does. Server-rendered dates are <time datetime="ISO">;
+// they are rewritten on load and again when the user changes the timezone in Airflow.
+function airflowTimezone() {
+  let stored = null;
+  try {
+    stored = localStorage.getItem("timezone");
+  } catch {
+    stored = null;
+  }
+  if (stored) {
+    let zone = stored;
+    try {
+      zone = JSON.parse(stored);
+    } catch {
+      zone = stored;
+    }
+    try {
+      new Intl.DateTimeFormat("en", { timeZone: zone });
+      return zone;
+    } catch {
+      // an unknown zone: the browser's, as below
+    }
+  }
+  return Intl.DateTimeFormat().resolvedOptions().timeZone;
+}
+
+function formatDateTime(value, { seconds = true } = {}) {
+  if (value === null || value === undefined || value === "") return "";
+  const when = value instanceof Date ? value : new Date(utcUnlessZoned(value));
+  if (Number.isNaN(when.getTime())) return String(value);
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat("en-CA", {
+      timeZone: airflowTimezone(),
+      year: "numeric", month: "2-digit", day: "2-digit",
+      hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23",
+    }).formatToParts(when).map((part) => [part.type, part.value]),
+  );
+  const time = `${parts.hour}:${parts.minute}${seconds ? `:${parts.second}` : ""}`;
+  return `${parts.year}-${parts.month}-${parts.day} ${time}`;
+}
+
+// The API's times are UTC; one written without a zone must not be read as the browser's.
+function utcUnlessZoned(value) {
+  return typeof value === "string" && /T[\d:.]+$/.test(value) ? `${value}Z` : value;
+}
+
+// A table cell holding ``child``.
+function cell(child) {
+  const made = element("td");
+  made.append(child);
+  return made;
+}
+
+// A <time datetime> element showing ``value`` in Airflow's format; its title names the timezone.
+function timeElement(value, className) {
+  const made = element("time", formatDateTime(value), className);
+  made.dateTime = new Date(utcUnlessZoned(value)).toISOString();
+  made.title = airflowTimezone();
+  return made;
+}
+
+function localizeDates(root = document) {
+  for (const time of root.querySelectorAll("time[datetime]")) {
+    time.textContent = formatDateTime(time.dateTime);
+    time.title = airflowTimezone();
+  }
+}
+
+document.addEventListener("DOMContentLoaded", () => localizeDates());
+if (document.readyState !== "loading") localizeDates();
+window.addEventListener("storage", (event) => {
+  if (event.key === "timezone" || event.key === null) localizeDates();
+});

@@ -51,9 +51,8 @@ async function loadList() {
       const download = element("a", "Download");
       download.href = fileUrl(file.name, "/download");
       download.setAttribute("download", file.name);
-      const when = new Date(file.modified);
       item.append(view, element("span", size(file.size), "muted"),
-                  element("time", when.toLocaleString(), "muted"), download);
+                  timeElement(file.modified, "muted"), download);
       list.append(item);
     }
     if (!node.files.length) list.append(element("li", "no log file yet", "muted"));

@@ -61,7 +61,7 @@
       actions.append(stop);
     }
     row.append(element("td", run.airflow_run_id), state,
-               element("td", new Date(run.started_at).toLocaleString()),
+               cell(timeElement(run.started_at)),
                element("td", duration(run)), element("td", run.trigger), element("td", run.triggered_by || "—"),
                element("td", run.model_version === null ? "—" : `v${run.model_version}`), views, actions);
     return row;
