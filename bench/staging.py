@@ -1,7 +1,8 @@
 """Benchmark: staging data inputs and archiving a model, against plain copies in the same run.
 
-For each backend (the local folder store; MinIO/S3, here an S3-compatible server started on
-127.0.0.1 in its own process) it measures:
+For each backend (the local folder store; MinIO/S3, here a real S3 server: Ceph's radosgw on a
+single-node cluster started on 127.0.0.1 by ``tests/radosgw.py``, its objects in RAM) it
+measures:
 
 - staging a dataset of one large file, and of many small files, with an empty node cache
   (download, checksum verification of every file, links into DATASET), against the plain copy:
@@ -24,7 +25,6 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -34,11 +34,8 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
-import boto3
-import httpx
 from boto3.s3.transfer import TransferConfig, create_transfer_manager
 
-from hooks.local_process import free_port
 from hooks.local_store import LocalFolderStore
 from hooks.node_cache import NodeCache
 from hooks.s3_store import S3Store
@@ -46,6 +43,7 @@ from hooks.staging import StageTarget, stage_node
 from octotrain.input_sources import StageSource
 from octotrain.manifests import content_digest, manifest_of
 from octotrain.storage import ObjectStore
+from tests.radosgw import S3Endpoint, radosgw_cluster
 
 MIB = 1024 * 1024
 GIB = 1024 * MIB
@@ -92,35 +90,14 @@ def upload(store: ObjectStore, files: dict[str, Path], prefix: str) -> StageSour
 
 
 @contextmanager
-def s3_server() -> Iterator[str]:
-    port = free_port()
-    server = subprocess.Popen(
-        [str(Path(sys.executable).with_name("moto_server")), "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(100):
-            try:
-                httpx.get(url, timeout=1)
-                break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        yield url
-    finally:
-        server.terminate()
-        server.wait()
-
-
-def s3_client(url: str) -> Any:
-    return boto3.client(
-        "s3",
-        endpoint_url=url,
-        region_name="us-east-1",
-        aws_access_key_id="bench",
-        aws_secret_access_key="bench",
-    )
+def s3_server(memory_bytes: int) -> Iterator[S3Endpoint]:
+    """A real S3 server: Ceph's radosgw on a cluster of its own on 127.0.0.1 (tests/radosgw.py),
+    keeping up to ``memory_bytes`` of objects in RAM; stopped, with every process, at the end."""
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-radosgw-") as folder,
+        radosgw_cluster(Path(folder) / "cluster", memory_bytes=memory_bytes) as endpoint,
+    ):
+        yield endpoint
 
 
 def timed(action: Callable[[], object]) -> float:
@@ -133,8 +110,16 @@ def timed(action: Callable[[], object]) -> float:
 
 
 class Bench:
-    def __init__(self, backend: str, root: Path, store: ObjectStore, client: Any) -> None:
+    def __init__(
+        self,
+        backend: str,
+        root: Path,
+        store: ObjectStore,
+        client: Any,
+        collect_garbage: Callable[[], None] = lambda: None,
+    ) -> None:
         self.backend, self.root, self.store, self.client = backend, root, store, client
+        self.collect_garbage = collect_garbage
         self.config = TransferConfig(
             multipart_threshold=CHUNK_MIB * MIB,
             multipart_chunksize=CHUNK_MIB * MIB,
@@ -149,6 +134,12 @@ class Bench:
                     item.chmod(0o644)
             shutil.rmtree(path)
         return path
+
+    def release(self, *prefixes: str) -> None:
+        """Delete what the measures wrote to the store: the S3 server holds objects in RAM."""
+        for prefix in prefixes:
+            self.store.delete_prefix(prefix)
+        self.collect_garbage()
 
     def baseline_download(self, source: StageSource) -> None:
         target = self.fresh("baseline")
@@ -218,12 +209,16 @@ class Bench:
         baselines, ours = [], []
         for number in range(repeat):
             archive = prepared_run(number)
+            versions: list[Any] = []
             measures = [
                 lambda number=number: baselines.append(timed(lambda: self.upload(model, number))),
-                lambda archive=archive: ours.append(timed(lambda: archive(model))),
+                lambda archive=archive, versions=versions: ours.append(
+                    timed(lambda: versions.append(archive(model)))
+                ),
             ]
             for measure in measures if number % 2 == 0 else measures[::-1]:
                 measure()
+            self.release("baseline", versions[0].object_prefix)
         baseline, archived = statistics.median(baselines), statistics.median(ours)
         return [
             ("archive model: baseline", baseline, 1.0),
@@ -270,13 +265,15 @@ def demo_archiver(store: ObjectStore, root: Path) -> Callable[[int], Callable[[P
 
 def run_backend(backend: str, arguments: argparse.Namespace) -> list[Figure]:
     total = int(arguments.gib * GIB)
+    # Both datasets, then the model twice (baseline and Octotrain), with room to spare.
+    server = s3_server(memory_bytes=4 * total + GIB) if backend == "s3" else nullcontext()
     with tempfile.TemporaryDirectory(prefix=f"bench-staging-{backend}-") as scratch:
         root = Path(scratch)
         one = make_dataset(root / "src-one", total, 1)
         many = make_dataset(root / "src-many", total, arguments.small_files)
-        with s3_server() if backend == "s3" else nullcontext() as url:
-            client = s3_client(url) if url else None
-            if client is not None:
+        with server as endpoint:
+            if endpoint is not None:
+                client = endpoint.client()
                 client.create_bucket(Bucket="bench")
                 store: ObjectStore = S3Store(
                     client=client,
@@ -285,15 +282,18 @@ def run_backend(backend: str, arguments: argparse.Namespace) -> list[Figure]:
                     concurrency=CONCURRENCY,
                     multipart_chunk_mib=CHUNK_MIB,
                 )
+                bench = Bench(backend, root, store, client, endpoint.collect_garbage)
             else:
                 store = LocalFolderStore(root / "objects")
-            bench = Bench(backend, root, store, client)
+                bench = Bench(backend, root, store, None)
             one_source = upload(store, one, "datasets/bench/one/v1")
             many_source = upload(store, many, "datasets/bench/many/v1")
             results = bench.staging("1 file", one_source, arguments.repeat)
+            bench.release(one_source.object_prefix)
             results += bench.staging(
                 f"{arguments.small_files} files", many_source, arguments.repeat
             )
+            bench.release(many_source.object_prefix)
             results += bench.archive(one["data.bin"], arguments.repeat)
     return results
 
