@@ -9,51 +9,15 @@ of another DAG's run say that it is not a training run. Screenshots go to test-a
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from urllib.parse import quote
 
 import httpx
-import pytest
-from playwright.sync_api import BrowserContext, FrameLocator, Page, expect
+from playwright.sync_api import expect
 
 from tests.browser import chromium, screenshot_path
-from tests.factories import VALID_TASK, add_command_algorithm
-from tests.live_airflow import HTTP_SECONDS, SCHEDULER_SECONDS, LiveAirflow, demo_airflow
-
-# What the page waits for from Airflow's scheduler and dag-processor: parse the new DAG (the
-# page retries its start for up to 90 s meanwhile), start the run, stop it.
-AIRFLOW_MS = SCHEDULER_SECONDS * 1000
-
-# Trains until it is stopped.
-SLOW_TRAINING = "import time\nprint('training until stopped', flush=True)\ntime.sleep(600)\n"
-
-
-@pytest.fixture(scope="module")
-def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveAirflow]:
-    root = tmp_path_factory.mktemp("console")
-    settings = {"OCTOTRAIN_STATE_DIR": str(root / "state"), "OCTOTRAIN_STOP_GRACE_SECONDS": "2"}
-    with demo_airflow(
-        root,
-        settings,
-        lambda catalog, _store, _demo: add_command_algorithm(
-            catalog, "slow-training", SLOW_TRAINING
-        ),
-        components=("scheduler", "dag-processor"),
-    ) as (server, _):
-        yield server
-
-
-def signed_in(context: BrowserContext, airflow: LiveAirflow) -> Page:
-    """A page of ``context`` with the admin's session cookie of Airflow's UI."""
-    context.set_default_timeout(HTTP_SECONDS * 1000)  # a page or a click answered by Airflow
-    token = airflow.admin_token()
-    context.add_cookies([{"name": "_token", "value": token, "url": airflow.url}])
-    return context.new_page()
-
-
-def airflow_frame(page: Page, title: str) -> FrameLocator:
-    """The iframe in which Airflow's UI shows the plugin's view ``title``."""
-    return page.frame_locator(f"iframe[title='{title}']")
+from tests.factories import VALID_TASK
+from tests.live_airflow import HTTP_SECONDS, LiveAirflow
+from tests.plugins.ui.inside_airflow import AIRFLOW_MS, airflow_frame, signed_in
 
 
 def test_create_see_an_error_run_and_stop_in_the_console(airflow: LiveAirflow) -> None:
