@@ -16,6 +16,7 @@ test: sync ## lint, check the layering (DESIGN.md), run the whole test suite (SQ
 bench: sync ## the benchmarks of bench/, each printing ratios to a baseline of the same run
 	$(UV) run python -m bench.task_create
 	$(UV) run python -m bench.staging
+	$(UV) run python -m bench.checkpoint
 	$(UV) run python -m bench.pods
 	$(UV) run python -m bench.logs
 	$(UV) run python -m bench.charts

@@ -14,6 +14,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -33,6 +34,8 @@ from octotrain.storage import ObjectStore
 # training has ended (a torn file must never become part of the latest checkpoint).
 SETTLE_SECONDS = 1.0
 MIB = 1024 * 1024
+# Files downloaded at once by a restore (each large one in parts by an S3 store, too).
+RESTORE_CONCURRENCY = 4
 
 
 def read_manifest(
@@ -190,9 +193,7 @@ def restore_checkpoint(
             if manifest is None:
                 continue
             started = time.monotonic()
-            folder.mkdir(parents=True, exist_ok=True)
-            for relative, version in manifest.files.items():
-                _download(store, version, folder / relative)
+            _download_all(store, manifest, folder)
             restored = Restored(
                 files=len(manifest.files),
                 size=manifest.total_bytes,
@@ -212,11 +213,31 @@ def restore_checkpoint(
     return None
 
 
-def _download(store: ObjectStore, version: FileVersion, target: Path) -> None:
-    partial = target.with_name(f".{target.name}.restoring")
-    store.get_file(version.key, partial, checksum=version.checksum)
-    os.utime(partial, ns=(version.mtime_ns, version.mtime_ns))
-    partial.replace(target)
+def _download_all(store: ObjectStore, manifest: CheckpointManifest, folder: Path) -> None:
+    """Every file of ``manifest`` into ``folder``, several at a time, each under a name the
+    sync ignores; renamed into place only once all are whole and verified: a restore that
+    fails leaves nothing of itself (and the node does not start)."""
+    partials = {
+        relative: (folder / relative).with_name(f".{Path(relative).name}.restoring")
+        for relative in manifest.files
+    }
+
+    def download(relative: str) -> None:
+        version = manifest.files[relative]
+        store.get_file(version.key, partials[relative], checksum=version.checksum)
+        os.utime(partials[relative], ns=(version.mtime_ns, version.mtime_ns))
+
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        with ThreadPoolExecutor(max_workers=RESTORE_CONCURRENCY) as pool:
+            for done in [pool.submit(download, relative) for relative in manifest.files]:
+                done.result()
+    except BaseException:
+        for partial in partials.values():
+            partial.unlink(missing_ok=True)
+        raise
+    for relative, partial in partials.items():
+        partial.replace(folder / relative)
 
 
 class BackgroundCheckpointSync:
