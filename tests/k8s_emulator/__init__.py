@@ -17,9 +17,18 @@ What is emulated
   delete (grace period from the query, the ``V1DeleteOptions`` body or the pod), logs
   (``container``, ``follow``, ``timestamps``, ``sinceSeconds``, ``sinceTime``, ``tailLines``,
   ``limitBytes``);
-- services, secrets, config maps: create, get, list, patch, delete; events: the ones the
+- NetworkPolicies (``/apis/networking.k8s.io/v1``), services, secrets, config maps: create,
+  get, list, patch, delete (a NetworkPolicy is stored, not enforced); events: the ones the
   scheduler and kubelet record, plus create/list with field selectors
   (``involvedObject.name=...``);
+- every object a client creates or patches is checked against Kubernetes 1.29's own OpenAPI
+  schemas, strictly (``tests.k8s_emulator.schemas``: unknown fields refused), and refused with
+  the API server's 422 ``Invalid`` naming each field;
+- Pod Security Admission (``tests.k8s_emulator.pod_security``): a pod that breaks the
+  ``restricted`` profile is refused (403, PSA's message), or ``baseline`` in a namespace given
+  so (``pod_security={"ns": "baseline"}``, ``privileged``: nothing enforced);
+- transient failures scripted for the next requests of a method and path (``fail_next``: a
+  429 with ``Retry-After``, a 503 ...), for tests of a client's retries;
 - every request received is recorded (``requests()``: method, path with query, User-Agent),
   for tests of what a client needs from the API, such as an RBAC Role's rules.
 
@@ -88,8 +97,9 @@ takes effect).
 exec/attach/port-forward (``connect_get_namespaced_pod_exec``, hence the KubernetesPodOperator's
 ``do_xcom_push`` and Istio handling), container restarts and ``previous`` logs, probes (a
 running container is ready), ``activeDeadlineSeconds``, taints and tolerations, preemption and
-priority classes, service links (``<SVC>_SERVICE_HOST``), admission (quotas, limit ranges,
-service-account token volumes), ``PUT``/``deletecollection``, other API groups (batch, apps,
+priority classes, service links (``<SVC>_SERVICE_HOST``), admission beyond Pod Security (quotas,
+limit ranges, service-account token volumes), NetworkPolicy enforcement, Pod Security's volume
+types, ``PUT``/``deletecollection``, other API groups (batch, apps,
 custom resources), authentication.
 """
 

@@ -30,16 +30,18 @@ from tests.k8s_emulator.objects import (
     new_uid,
     rfc3339,
 )
+from tests.k8s_emulator.pod_security import RESTRICTED, check_pod_security
 from tests.k8s_emulator.podspec import DEFAULT_GRACE_SECONDS, default_pod, validate_pod
 from tests.k8s_emulator.quantities import CPU, GPU
 from tests.k8s_emulator.scheduler import Node, Scheduler
+from tests.k8s_emulator.schemas import check_schema
 from tests.k8s_emulator.selectors import (
     fields_match,
     labels_match,
     parse_field_selector,
     parse_label_selector,
 )
-from tests.k8s_emulator.store import KINDS, Store
+from tests.k8s_emulator.store import KINDS, Store, api_version
 
 # Kinds whose DELETE answers with the deleted object (others answer with a Status).
 _DELETE_RETURNS_OBJECT = {"pods", "services"}
@@ -49,9 +51,15 @@ class Cluster:
     """One control plane and one node."""
 
     def __init__(
-        self, root: Path, node: Node, memory_poll_seconds: float = MEMORY_POLL_SECONDS
+        self,
+        root: Path,
+        node: Node,
+        memory_poll_seconds: float = MEMORY_POLL_SECONDS,
+        pod_security: dict[str, str] | None = None,
     ) -> None:
         self.store = Store()
+        # Pod Security level by namespace (``restricted`` where none is given).
+        self.pod_security = dict(pod_security or {})
         self.root = root
         self.memory_poll_seconds = memory_poll_seconds
         self.port = 0
@@ -169,7 +177,8 @@ class Cluster:
             return self.create_pod(namespace, body)
         with self.store.lock:
             obj = copy.deepcopy(body)
-            obj["kind"], obj["apiVersion"] = KINDS[kind], "v1"
+            obj["kind"], obj["apiVersion"] = KINDS[kind], api_version(kind)
+            check_schema(obj)
             obj["metadata"] = self._new_metadata(kind, namespace, obj)
             if kind == "services":
                 self._default_service(obj)
@@ -242,6 +251,7 @@ class Cluster:
                 raise bad_request("the body of the request was in an unknown format")
             if kind == "pods":
                 self._check_pod_update(current, patched)
+            check_schema(patched)
             for key in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp"):
                 if key in current["metadata"]:
                     patched["metadata"][key] = current["metadata"][key]
@@ -296,8 +306,10 @@ class Cluster:
         with self.store.lock:
             pod = copy.deepcopy(body)
             pod["kind"], pod["apiVersion"] = "Pod", "v1"
+            check_schema(pod)
             pod["metadata"] = self._new_metadata("pods", namespace, pod)
             validate_pod(pod)
+            check_pod_security(pod, self.pod_security.get(namespace, RESTRICTED))
             pod["spec"].pop("nodeName", None)
             default_pod(pod)
             self.store.put("pods", pod)

@@ -13,7 +13,7 @@ import yaml
 from tests.k8s_emulator.cluster import Cluster
 from tests.k8s_emulator.containers import MEMORY_POLL_SECONDS
 from tests.k8s_emulator.scheduler import Node
-from tests.k8s_emulator.server import ApiHttpServer, ApiRequest
+from tests.k8s_emulator.server import ApiHttpServer, ApiRequest, Fault
 from tests.k8s_emulator.volumes import volume_path
 
 NODE_NAME = "k8s-emulator-node"
@@ -27,7 +27,9 @@ class KubernetesEmulator:
     into); ``node_labels`` are added to the node's labels (for ``nodeSelector`` and node
     affinity). Everything the pods write that is not a hostPath goes under ``root``.
     ``memory_poll_seconds``: how often a container's memory is compared with its limit; many
-    containers at once need a slower pace (an OOM kill is then seen that much later)."""
+    containers at once need a slower pace (an OOM kill is then seen that much later).
+    ``pod_security``: the Pod Security level enforced in a namespace (``baseline``, or
+    ``privileged`` for none), by namespace; ``restricted`` where none is given."""
 
     def __init__(
         self,
@@ -37,11 +39,12 @@ class KubernetesEmulator:
         memory: str = "64Gi",
         node_labels: dict[str, str] | None = None,
         memory_poll_seconds: float = MEMORY_POLL_SECONDS,
+        pod_security: dict[str, str] | None = None,
     ) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         node = Node.build(NODE_NAME, cpu, memory, gpus, node_labels)
-        self._cluster = Cluster(self.root, node, memory_poll_seconds)
+        self._cluster = Cluster(self.root, node, memory_poll_seconds, pod_security)
         self._server: ApiHttpServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -120,6 +123,9 @@ class KubernetesEmulator:
     def services(self, namespace: str = "default") -> list[dict[str, Any]]:
         return self._cluster.store.all("services", namespace)
 
+    def network_policies(self, namespace: str = "default") -> list[dict[str, Any]]:
+        return self._cluster.store.all("networkpolicies", namespace)
+
     def events(self, namespace: str = "default") -> list[dict[str, Any]]:
         """The events of a namespace, oldest first (they outlive their pods)."""
         return self._cluster.store.all("events", namespace)
@@ -129,6 +135,22 @@ class KubernetesEmulator:
         if self._server is None:
             raise RuntimeError("the emulator is not started")
         return list(self._server.requests)
+
+    def fail_next(
+        self,
+        method: str,
+        path: str,
+        *,
+        status: int,
+        times: int = 1,
+        retry_after: int | None = None,
+    ) -> None:
+        """Answer the next ``times`` ``method`` requests on a path starting with ``path`` with
+        ``status`` (a ``Status`` body; ``Retry-After`` when given), as a busy or restarting API
+        server does, before they reach the API: for tests of a client's retries."""
+        if self._server is None:
+            raise RuntimeError("the emulator is not started")
+        self._server.faults.append(Fault(method, path, status, times, retry_after))
 
     def created_pod_names(self) -> list[str]:
         """Every pod ever created, in order (a name twice means a duplicate pod)."""

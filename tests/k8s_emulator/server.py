@@ -25,7 +25,7 @@ from tests.k8s_emulator.cluster import Cluster
 from tests.k8s_emulator.logs import LogQuery
 from tests.k8s_emulator.objects import ApiError, bad_request, parse_rfc3339
 from tests.k8s_emulator.selectors import SelectorError
-from tests.k8s_emulator.store import KINDS
+from tests.k8s_emulator.store import GROUP_VERSIONS, KINDS, api_version
 
 VERSION = {
     "major": "1",
@@ -38,8 +38,10 @@ VERSION = {
     "compiler": "gc",
     "platform": "linux/amd64",
 }
-_KIND_PATTERN = "|".join(KINDS)
+_KIND_PATTERN = "|".join(kind for kind in KINDS if kind not in GROUP_VERSIONS)
 _NAMESPACED = rf"^/api/v1/namespaces/(?P<namespace>[^/]+)/(?P<kind>{_KIND_PATTERN})"
+_NETWORKING = r"^/apis/networking\.k8s\.io/v1"
+_NETWORKING_NAMESPACED = rf"{_NETWORKING}/namespaces/(?P<namespace>[^/]+)/(?P<kind>networkpolicies)"
 # How often a watch looks for changes when nothing wakes it.
 _WATCH_POLL_SECONDS = 0.2
 
@@ -50,6 +52,21 @@ class ApiRequest(NamedTuple):
     method: str
     path: str
     user_agent: str
+
+
+class Fault(NamedTuple):
+    """An answer scripted for the next ``times`` requests of ``method`` on a path starting
+    with ``path``: a transient failure (429, 503 ...) that a client should try again after."""
+
+    method: str
+    path: str
+    status: int
+    times: int
+    retry_after: int | None
+
+
+_FAULT_REASONS = {429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable",
+                  504: "Timeout"}  # fmt: skip
 
 
 class ApiHttpServer(ThreadingHTTPServer):
@@ -65,7 +82,20 @@ class ApiHttpServer(ThreadingHTTPServer):
         # Every request received, for tests that check what a client needs from the API (e.g.
         # that an RBAC Role allows each of its calls).
         self.requests: list[ApiRequest] = []
+        self.faults: list[Fault] = []
         super().__init__(("127.0.0.1", 0), ApiHandler)
+
+    def take_fault(self, method: str, path: str) -> Fault | None:
+        """The scripted fault this request meets, if any (one of its ``times`` used up)."""
+        with self._connections_lock:
+            for index, fault in enumerate(self.faults):
+                if fault.method == method and path.startswith(fault.path):
+                    if fault.times > 1:
+                        self.faults[index] = fault._replace(times=fault.times - 1)
+                    else:
+                        del self.faults[index]
+                    return fault
+        return None
 
     def server_bind(self) -> None:
         # HTTPServer.server_bind resolves the host's FQDN, which may wait on DNS; not needed.
@@ -137,6 +167,10 @@ class ApiHandler(BaseHTTPRequestHandler):
         self.query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         try:
             self.body = self._read_body()
+            fault = self.server.take_fault(method, url.path)
+            if fault is not None:
+                self._send_fault(fault)
+                return
             for route_method, pattern, handler in _ROUTES:
                 match = pattern.match(url.path)
                 if match and route_method == method:
@@ -178,6 +212,19 @@ class ApiHandler(BaseHTTPRequestHandler):
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _send_fault(self, fault: Fault) -> None:
+        reason = _FAULT_REASONS.get(fault.status, "InternalError")
+        data = json.dumps(
+            ApiError(fault.status, reason, f"k8s emulator: scripted {fault.status}").status()
+        ).encode()
+        self.send_response(fault.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        if fault.retry_after is not None:
+            self.send_header("Retry-After", str(fault.retry_after))
         self.end_headers()
         self.wfile.write(data)
 
@@ -246,6 +293,7 @@ class ApiHandler(BaseHTTPRequestHandler):
                 "verbs": ["create", "delete", "get", "list", "patch", "watch"],
             }
             for kind in KINDS
+            if kind not in GROUP_VERSIONS
         ]
         subresources = [("pods/log", "Pod", ["get"]), ("pods/status", "Pod", ["get"])]
         resources += [
@@ -270,7 +318,9 @@ class ApiHandler(BaseHTTPRequestHandler):
         for item in items:
             item.pop("kind", None)
             item.pop("apiVersion", None)
-        self._send_json(200, _list_body("Namespace", self.cluster.store.resource_version, items))
+        self._send_json(
+            200, _list_body("Namespace", "v1", self.cluster.store.resource_version, items)
+        )
 
     def read_namespace(self, namespace: str) -> None:
         self._send_json(200, self.cluster.namespace(namespace))
@@ -291,7 +341,7 @@ class ApiHandler(BaseHTTPRequestHandler):
         for item in items:  # list items carry neither kind nor apiVersion
             item.pop("kind", None)
             item.pop("apiVersion", None)
-        self._send_json(200, _list_body(KINDS[kind], version, items))
+        self._send_json(200, _list_body(KINDS[kind], api_version(kind), version, items))
 
     def create_object(self, kind: str, namespace: str) -> None:
         self._send_json(201, self.cluster.create(kind, namespace, self.body))
@@ -392,10 +442,12 @@ def _watch_line(kind: str, obj: dict[str, Any]) -> bytes:
     return json.dumps({"type": kind, "object": obj}).encode() + b"\n"
 
 
-def _list_body(kind: str, version: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+def _list_body(
+    kind: str, group_version: str, version: str, items: list[dict[str, Any]]
+) -> dict[str, Any]:
     return {
         "kind": f"{kind}List",
-        "apiVersion": "v1",
+        "apiVersion": group_version,
         "metadata": {"resourceVersion": version},
         "items": items,
     }
@@ -423,4 +475,10 @@ _ROUTES = [
     _route("GET", rf"{_NAMESPACED}/(?P<name>[^/]+)/?$", ApiHandler.read_object),
     _route("PATCH", rf"{_NAMESPACED}/(?P<name>[^/]+)/?$", ApiHandler.patch_object),
     _route("DELETE", rf"{_NAMESPACED}/(?P<name>[^/]+)/?$", ApiHandler.delete_object),
+    _route("GET", rf"{_NETWORKING}/(?P<kind>networkpolicies)/?$", ApiHandler.list_all),
+    _route("GET", rf"{_NETWORKING_NAMESPACED}/?$", ApiHandler.list_objects),
+    _route("POST", rf"{_NETWORKING_NAMESPACED}/?$", ApiHandler.create_object),
+    _route("GET", rf"{_NETWORKING_NAMESPACED}/(?P<name>[^/]+)/?$", ApiHandler.read_object),
+    _route("PATCH", rf"{_NETWORKING_NAMESPACED}/(?P<name>[^/]+)/?$", ApiHandler.patch_object),
+    _route("DELETE", rf"{_NETWORKING_NAMESPACED}/(?P<name>[^/]+)/?$", ApiHandler.delete_object),
 ]  # fmt: skip

@@ -19,7 +19,15 @@ KINDS = {
     "events": "Event",
     "secrets": "Secret",
     "configmaps": "ConfigMap",
+    "networkpolicies": "NetworkPolicy",
 }
+# The API version of the kinds outside the core group (served under ``/apis/<group>/<version>``).
+GROUP_VERSIONS = {"networkpolicies": "networking.k8s.io/v1"}
+
+
+def api_version(kind: str) -> str:
+    """The ``apiVersion`` of a kind, by its resource name."""
+    return GROUP_VERSIONS.get(kind, "v1")
 
 
 class Store:

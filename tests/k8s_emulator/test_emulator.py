@@ -17,6 +17,7 @@ from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
 from tests.k8s_emulator import KubernetesEmulator
+from tests.k8s_emulator.pod_security import RESTRICTED_CONTAINER_CONTEXT, RESTRICTED_POD_CONTEXT
 
 NAMESPACE = "default"
 
@@ -42,14 +43,21 @@ def wait_for(condition: Callable[[], Any], timeout: float = 10.0) -> Any:
 
 
 def python_pod(name: str, code: str, **spec: Any) -> dict[str, Any]:
-    """A one-container pod whose ``base`` container runs ``python -c code``."""
-    container = {"name": "base", "image": "python:3.11", "command": ["python", "-c", code]}
+    """A one-container pod whose ``base`` container runs ``python -c code`` (meeting the
+    ``restricted`` Pod Security profile, which the emulator enforces)."""
+    container = {"name": "base", "image": "python:3.11", "command": ["python", "-c", code],
+                 "securityContext": RESTRICTED_CONTAINER_CONTEXT}  # fmt: skip
     container.update(spec.pop("container", {}))
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, **spec.pop("metadata", {})},
-        "spec": {"restartPolicy": "Never", "containers": [container], **spec},
+        "spec": {
+            "restartPolicy": "Never",
+            "securityContext": RESTRICTED_POD_CONTEXT,
+            "containers": [container],
+            **spec,
+        },
     }
 
 
@@ -386,6 +394,7 @@ def test_mount_paths_are_rewritten_to_shared_host_folders(
         "metadata": {"name": "volumes"},
         "spec": {
             "restartPolicy": "Never",
+            "securityContext": RESTRICTED_POD_CONTEXT,
             "volumes": [
                 {"name": "shared", "emptyDir": {}},
                 {"name": "out", "hostPath": {"path": str(host), "type": "DirectoryOrCreate"}},
@@ -397,6 +406,7 @@ def test_mount_paths_are_rewritten_to_shared_host_folders(
                     "command": ["python3", "-c", writer],
                     "env": [{"name": "SHARED", "value": "/shared"}],
                     "workingDir": "/shared",
+                    "securityContext": RESTRICTED_CONTAINER_CONTEXT,
                     "volumeMounts": [
                         {"name": "shared", "mountPath": "/shared"},
                         {"name": "out", "mountPath": "/out", "subPath": "writer"},
@@ -410,6 +420,7 @@ def test_mount_paths_are_rewritten_to_shared_host_folders(
                         "while [ ! -f /data/msg ]; do sleep 0.05; done; "
                         "cp /data/msg /out/copy.txt && echo copied"
                     ],
+                    "securityContext": RESTRICTED_CONTAINER_CONTEXT,
                     "volumeMounts": [
                         {"name": "shared", "mountPath": "/data", "readOnly": True},
                         {"name": "out", "mountPath": "/out"},
@@ -486,6 +497,7 @@ def test_init_containers_run_first_and_a_failing_one_fails_the_pod(
                 f"open('/work/{name}', 'w').write('staged'); exit({init_exit})",
             ],
             "volumeMounts": mounts,
+            "securityContext": RESTRICTED_CONTAINER_CONTEXT,
         }
         code = f"print(open('/work/{name}').read())"
         return python_pod(
@@ -572,6 +584,8 @@ def _operator(kubeconfig: Path, cmds: list[str], **kwargs: Any) -> Any:
         in_cluster=False,
         get_logs=True,
         startup_check_interval_seconds=1,
+        security_context=RESTRICTED_POD_CONTEXT,
+        container_security_context=RESTRICTED_CONTAINER_CONTEXT,
         **kwargs,
     )
 
@@ -668,7 +682,7 @@ def test_a_native_sidecar_runs_beside_the_main_container_and_is_stopped_after_it
     pod = python_pod("with-sidecar", "import time; time.sleep(0.5); print('main done')")
     pod["spec"]["initContainers"] = [
         {"name": "sync", "image": "python:3.11", "restartPolicy": "Always",
-         "command": ["python", "-c", sidecar]},
+         "command": ["python", "-c", sidecar], "securityContext": RESTRICTED_CONTAINER_CONTEXT},
     ]  # fmt: skip
     core.create_namespaced_pod(NAMESPACE, pod)
     running = wait_for(lambda: phase(core, "with-sidecar") == "Running")

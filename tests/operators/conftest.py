@@ -15,6 +15,7 @@ from kubernetes import client, config
 from octotrain.settings import get_settings
 from tests.k8s_emulator import KubernetesEmulator
 from tests.k8s_emulator.fixtures import k8s_emulator  # noqa: F401
+from tests.k8s_emulator.pod_security import RESTRICTED_CONTAINER_CONTEXT, RESTRICTED_POD_CONTEXT
 
 EMULATOR_NAMESPACE = "octotrain"
 EMULATOR_CONN_ID = "octotrain_test_emulator"
@@ -47,9 +48,11 @@ def emulated_cluster(
 
 def start_pod(core: client.CoreV1Api, name: str, code: str) -> None:
     """A one-container pod whose ``base`` container runs ``python -c code``."""
-    container = {"name": "base", "image": "python:3.11", "command": ["python", "-c", code]}
+    container = {"name": "base", "image": "python:3.11", "command": ["python", "-c", code],
+                 "securityContext": RESTRICTED_CONTAINER_CONTEXT}  # fmt: skip
     body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-            "spec": {"restartPolicy": "Never", "containers": [container]}}  # fmt: skip
+            "spec": {"restartPolicy": "Never", "securityContext": RESTRICTED_POD_CONTEXT,
+                     "containers": [container]}}  # fmt: skip
     core.create_namespaced_pod(EMULATOR_NAMESPACE, body)
 
 
