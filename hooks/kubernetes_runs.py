@@ -1,28 +1,43 @@
 """The door to the cluster for what a run does beside its pods' own lifecycle (which the
-KubernetesPodOperator drives): the headless Service of a distributed run, the pods of a run
-(to diagnose and delete them), and their events. Connects through Airflow's Kubernetes
-connection (in-cluster, a kubeconfig path or a kubeconfig in the connection)."""
+KubernetesPodOperator drives): the headless Service and the NetworkPolicy of a run, the pods of
+a run (to diagnose and delete them), and their events. Connects through Airflow's Kubernetes
+connection (in-cluster, a kubeconfig path or a kubeconfig in the connection). Every call is
+tried again on transient errors (``hooks.kubernetes_retry``), as the provider does its own."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import tenacity
 from airflow.providers.cncf.kubernetes.hooks.kubernetes import KubernetesHook
-from kubernetes.client import ApiClient, CoreV1Api, V1DeleteOptions
+from kubernetes.client import ApiClient, CoreV1Api, NetworkingV1Api, V1DeleteOptions
 from kubernetes.client.rest import ApiException
+
+from hooks.kubernetes_retry import api_retrying
 
 HTTP_CONFLICT = 409
 HTTP_NOT_FOUND = 404
 
 
 class KubernetesRuns:
-    def __init__(self, *, conn_id: str, namespace: str) -> None:
+    def __init__(
+        self, *, conn_id: str, namespace: str, retrying: tenacity.Retrying | None = None
+    ) -> None:
         self.hook = KubernetesHook(conn_id=conn_id)
         self.namespace = namespace
+        self.retrying = retrying or api_retrying()
 
     @property
     def api(self) -> CoreV1Api:
         return self.hook.core_v1_client
+
+    @property
+    def networking(self) -> NetworkingV1Api:
+        return NetworkingV1Api(api_client=self.hook.api_client)
+
+    def _call(self, function: Callable[..., Any], **kwargs: Any) -> Any:
+        return self.retrying.copy()(function, **kwargs)
 
     @staticmethod
     def plain(obj: Any) -> dict[str, Any]:
@@ -31,40 +46,57 @@ class KubernetesRuns:
 
     def ensure_service(self, body: dict[str, Any]) -> None:
         """Create the Service unless it exists (a retried task creates it once)."""
+        self._ensure(self.api.create_namespaced_service, body)
+
+    def delete_service(self, name: str) -> bool:
+        """Delete the Service; False if it was already gone."""
+        return self._delete(self.api.delete_namespaced_service, name)
+
+    def ensure_network_policy(self, body: dict[str, Any]) -> None:
+        """Create the NetworkPolicy unless it exists (a retried task creates it once)."""
+        self._ensure(self.networking.create_namespaced_network_policy, body)
+
+    def delete_network_policy(self, name: str) -> bool:
+        """Delete the NetworkPolicy; False if it was already gone."""
+        return self._delete(self.networking.delete_namespaced_network_policy, name)
+
+    def pods(self, labels: dict[str, str]) -> list[dict[str, Any]]:
+        selector = ",".join(f"{key}={value}" for key, value in labels.items())
+        found = self._call(
+            self.api.list_namespaced_pod, namespace=self.namespace, label_selector=selector
+        )
+        return [self.plain(pod) for pod in found.items]
+
+    def events(self, pod_name: str) -> list[dict[str, Any]]:
+        found = self._call(
+            self.api.list_namespaced_event,
+            namespace=self.namespace,
+            field_selector=f"involvedObject.name={pod_name}",
+        )
+        return [self.plain(event) for event in found.items]
+
+    def delete_pod(self, name: str, *, grace_seconds: int) -> None:
+        self._delete(
+            self.api.delete_namespaced_pod,
+            name,
+            body=V1DeleteOptions(grace_period_seconds=grace_seconds),
+        )
+
+    def _ensure(self, create: Callable[..., Any], body: dict[str, Any]) -> None:
+        """A create whose 409 means done: an earlier try, or a retry whose first answer was
+        lost, made it."""
         try:
-            self.api.create_namespaced_service(namespace=self.namespace, body=body)
+            self._call(create, namespace=self.namespace, body=body)
         except ApiException as error:
             if error.status != HTTP_CONFLICT:
                 raise
 
-    def delete_service(self, name: str) -> bool:
-        """Delete the Service; False if it was already gone."""
+    def _delete(self, delete: Callable[..., Any], name: str, **kwargs: Any) -> bool:
+        """A delete whose 404 means done; False then."""
         try:
-            self.api.delete_namespaced_service(name=name, namespace=self.namespace)
+            self._call(delete, name=name, namespace=self.namespace, **kwargs)
         except ApiException as error:
             if error.status == HTTP_NOT_FOUND:
                 return False
             raise
         return True
-
-    def pods(self, labels: dict[str, str]) -> list[dict[str, Any]]:
-        selector = ",".join(f"{key}={value}" for key, value in labels.items())
-        found = self.api.list_namespaced_pod(namespace=self.namespace, label_selector=selector)
-        return [self.plain(pod) for pod in found.items]
-
-    def events(self, pod_name: str) -> list[dict[str, Any]]:
-        found = self.api.list_namespaced_event(
-            namespace=self.namespace, field_selector=f"involvedObject.name={pod_name}"
-        )
-        return [self.plain(event) for event in found.items]
-
-    def delete_pod(self, name: str, *, grace_seconds: int) -> None:
-        try:
-            self.api.delete_namespaced_pod(
-                name=name,
-                namespace=self.namespace,
-                body=V1DeleteOptions(grace_period_seconds=grace_seconds),
-            )
-        except ApiException as error:
-            if error.status != HTTP_NOT_FOUND:
-                raise

@@ -17,7 +17,7 @@ from octotrain.kubernetes_config import kubernetes_config
 from octotrain.metrics import final_values
 from octotrain.mount_volumes import mount_volumes
 from octotrain.planning import RunPlan
-from octotrain.pods import master_address
+from octotrain.pods import master_address, runs_as_root
 from octotrain.run_layout import RunLayout
 from octotrain.settings import get_settings
 
@@ -26,6 +26,7 @@ class PodLauncher:
     def rendezvous(self, plan: RunPlan) -> tuple[str, int]:
         """Node 0's pod by its DNS name under the run's Service, on the configured port."""
         check_mount_volume(plan)
+        check_pod_security(plan)
         return master_address(plan, get_settings().kubernetes_namespace), (
             kubernetes_config().master_port
         )
@@ -65,4 +66,18 @@ def check_mount_volume(plan: RunPlan) -> None:
             "resource_spec",
             f"mount_volume '{volume}' of '{plan.resources.spec}' is not in "
             f"config/mount_volumes.toml (it has: {', '.join(sorted(known)) or 'none'})",
+        )
+
+
+def check_pod_security(plan: RunPlan) -> None:
+    """A task that runs as root cannot meet the ``restricted`` Pod Security profile: refused
+    here, when the run is validated, rather than by the API server when its pods are made."""
+    config = kubernetes_config()
+    if runs_as_root(plan) and config.pod_security == "restricted":
+        namespace = get_settings().kubernetes_namespace
+        raise InvalidInput.one(
+            "run_as_uid",
+            f"0 (root) breaks the restricted Pod Security profile of namespace '{namespace}' "
+            "(pod_security in config/kubernetes.toml): run the task as another uid, or declare "
+            "the namespace baseline",
         )

@@ -1,14 +1,15 @@
 """``config/kubernetes.toml``: how training pods are built beyond the catalog (scheduling per
-resource spec, priority classes, the sidecar's pace), validated when it is read."""
+resource spec, priority classes, the sidecar's pace, the namespace's Pod Security level, where
+the pods may connect), validated when it is read."""
 
 from __future__ import annotations
 
 import tomllib
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, IPvAnyNetwork, model_validator
 
 from octotrain.settings import get_settings
 
@@ -29,6 +30,28 @@ class SpecScheduling(_Config):
     node_local_path: str = ""
 
 
+class EgressPort(_Config):
+    port: int = Field(ge=1, le=65535)
+    protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
+
+
+class EgressRule(_Config):
+    """Where a run's pods may connect beyond their own run and the cluster DNS: to these
+    networks (``cidrs``, less ``except_cidrs``) and namespaces (by name), on these ports;
+    neither networks nor namespaces: anywhere; no ports: any port."""
+
+    cidrs: list[IPvAnyNetwork] = Field(default_factory=list)
+    except_cidrs: list[IPvAnyNetwork] = Field(default_factory=list)
+    namespaces: list[str] = Field(default_factory=list)
+    ports: list[EgressPort] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _excepts_need_networks(self) -> EgressRule:
+        if self.except_cidrs and not self.cidrs:
+            raise ValueError("except_cidrs: only allowed beside cidrs (what they are cut from)")
+        return self
+
+
 class KubernetesConfig(_Config):
     deferrable: bool = True
     sync_interval_seconds: float = Field(default=5, gt=0, le=300)
@@ -41,6 +64,9 @@ class KubernetesConfig(_Config):
     startup_check_interval_seconds: int = Field(default=5, ge=1, le=60)
     object_store_secret: str = ""
     node_cache_host_path: str = ""
+    # The Pod Security Standard the training namespace enforces (README).
+    pod_security: Literal["restricted", "baseline"] = "restricted"
+    egress: list[EgressRule] = Field(default_factory=list)
     priority_classes: list[PriorityClass] = Field(default_factory=list)
     resource_specs: dict[str, SpecScheduling] = Field(default_factory=dict)
 

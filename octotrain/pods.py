@@ -19,6 +19,14 @@ Each pod has three containers sharing a work volume (``/octotrain/work``: the no
 
 Distributed runs (several nodes) get a headless Service; each pod is ``<node>.<service>``, and
 ``MASTER_ADDR`` is node 0's DNS name.
+
+The pods let no one in where they do not belong: no service-account token (users' code has no
+business with the cluster's API), and every container meets the Pod Security Standards'
+``restricted`` profile (non-root, no privilege escalation, no capabilities, the runtime's
+seccomp profile), except a task that runs as root (uid 0, which the manual allows): it keeps the
+runtime's default capabilities, which only a ``baseline`` namespace accepts
+(``pod_security`` in ``config/kubernetes.toml``). The run's NetworkPolicy is
+``octotrain.network_policy``.
 """
 
 from __future__ import annotations
@@ -53,6 +61,7 @@ LABEL_TASK = "octotrain.io/task"
 LABEL_RUN = "octotrain.io/run"
 LABEL_NODE = "octotrain.io/node"
 ANNOTATION_RUN_ID = "octotrain.io/run-id"
+ROOT_UID = 0
 
 
 @dataclass(frozen=True)
@@ -153,6 +162,7 @@ def node_pod(plan: RunPlan, node_index: str, settings: PodSettings) -> dict[str,
             "hostname": node_index,
             "enableServiceLinks": False,
             "terminationGracePeriodSeconds": settings.stop_grace_seconds,
+            "automountServiceAccountToken": False,
             "securityContext": _security(plan),
             "volumes": volumes,
             "initContainers": [
@@ -165,6 +175,7 @@ def node_pod(plan: RunPlan, node_index: str, settings: PodSettings) -> dict[str,
                         "--agent", AGENT_DIR,
                     ],
                     **store,
+                    "securityContext": _container_security(plan),
                     "volumeMounts": [
                         {"name": "octotrain-agent", "mountPath": AGENT_DIR},
                         {"name": "octotrain-work", "mountPath": WORK_DIR},
@@ -185,6 +196,7 @@ def node_pod(plan: RunPlan, node_index: str, settings: PodSettings) -> dict[str,
                     ],
                     **store,
                     "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+                    "securityContext": _container_security(plan),
                     "volumeMounts": [
                         {"name": "octotrain-work", "mountPath": WORK_DIR},
                         # to release the node's pins in the machine's cache at its end
@@ -209,7 +221,7 @@ def node_pod(plan: RunPlan, node_index: str, settings: PodSettings) -> dict[str,
                     ],
                     "env": [{"name": key, "value": value} for key, value in environment.items()],
                     "resources": {"requests": dict(limits), "limits": limits},
-                    "securityContext": {"allowPrivilegeEscalation": False},
+                    "securityContext": _container_security(plan),
                     "volumeMounts": train_mounts,
                 },
             ],
@@ -263,11 +275,26 @@ def training_grace_seconds(pod_grace_seconds: int) -> int:
 
 def _security(plan: RunPlan) -> dict[str, Any]:
     """The task's uid (files of the shared volumes too), or, for ``ma-user``, the image's own
-    default user: the container starts as ma-user, as on ModelArts."""
+    default user: the container starts as ma-user, as on ModelArts. Non-root, unless the task
+    runs as root, under the runtime's seccomp profile."""
+    seccomp = {"seccompProfile": {"type": "RuntimeDefault"}}
     if plan.container_user:
-        return {"runAsNonRoot": True}
+        return {"runAsNonRoot": True} | seccomp
     uid = plan.run_as_uid
-    return {"runAsUser": uid, "runAsGroup": uid, "fsGroup": uid}
+    user = {"runAsUser": uid, "runAsGroup": uid, "fsGroup": uid}
+    return user | ({} if runs_as_root(plan) else {"runAsNonRoot": True}) | seccomp
+
+
+def _container_security(plan: RunPlan) -> dict[str, Any]:
+    """No privilege escalation, and no capabilities unless the task runs as root (which the
+    ``restricted`` profile refuses anyway: root keeps the runtime's default ones)."""
+    dropped = {} if runs_as_root(plan) else {"capabilities": {"drop": ["ALL"]}}
+    return {"allowPrivilegeEscalation": False} | dropped
+
+
+def runs_as_root(plan: RunPlan) -> bool:
+    """The task runs as uid 0: no ``restricted`` Pod Security for its pods."""
+    return not plan.container_user and plan.run_as_uid == ROOT_UID
 
 
 def _store_environment(settings: PodSettings) -> dict[str, Any]:

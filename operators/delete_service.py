@@ -1,11 +1,13 @@
-"""``delete_service``: the teardown of a Kubernetes run. It deletes the run's headless Service
-(distributed runs) whatever happened to the run, so that no Service outlives its pods."""
+"""``delete_service``: the teardown of a Kubernetes run. It deletes the run's NetworkPolicy and
+headless Service (distributed runs) whatever happened to the run, so that neither outlives its
+pods."""
 
 from __future__ import annotations
 
 from airflow.sdk import Context
 
 from hooks.kubernetes_runs import KubernetesRuns
+from octotrain.network_policy import network_policy_name
 from octotrain.pods import service_name
 from octotrain.settings import get_settings
 from operators.training_stage import TrainingStageOperator
@@ -15,13 +17,17 @@ class DeleteRunServiceOperator(TrainingStageOperator):
     ui_color = "#f3eefa"
 
     def execute(self, context: Context) -> bool:
+        """True when the run's Service was there to delete."""
         plan = self.run_plan(context)
-        if plan.world_size == 1:
-            return False
         settings = get_settings()
         runs = KubernetesRuns(
             conn_id=settings.kubernetes_conn_id, namespace=settings.kubernetes_namespace
         )
+        policy = network_policy_name(plan)
+        gone = runs.delete_network_policy(policy)
+        self.log.info("network policy %s %s", policy, "deleted" if gone else "was gone")
+        if plan.world_size == 1:
+            return False
         deleted = runs.delete_service(service_name(plan))
         self.log.info("service %s %s", service_name(plan), "deleted" if deleted else "was gone")
         return deleted

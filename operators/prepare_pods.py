@@ -3,8 +3,10 @@
 Each pod's init container stages its node's inputs (``octotrain node stage``); this task looks
 the inputs up in the catalog as they are now (an input deleted since ``validate`` fails the run
 here, named in every node's init log), writes the run's stage plan to the object store for the
-init containers, and creates the headless Service that gives each node of a distributed run
-its DNS name (deleted by the ``delete_service`` teardown, whatever happens).
+init containers, and creates the run's NetworkPolicy (``octotrain.network_policy``: its pods
+reach each other, the cluster DNS and the configured egress, and nothing else reaches them) and
+the headless Service that gives each node of a distributed run its DNS name (both deleted by the
+``delete_service`` teardown, whatever happens).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from hooks.pod_node import stage_plan
 from octotrain.contracts import NodeLogNames
 from octotrain.input_sources import current_sources
 from octotrain.kubernetes_config import kubernetes_config
+from octotrain.network_policy import run_network_policy
 from octotrain.pods import headless_service
 from octotrain.run_layout import RunObjects
 from octotrain.settings import get_settings
@@ -53,10 +56,13 @@ class PreparePodsOperator(TrainingStageOperator):
             path.write_text(json.dumps(document))
             store.put_file(objects.stage_plan, path)
         settings = get_settings()
+        runs = KubernetesRuns(
+            conn_id=settings.kubernetes_conn_id, namespace=settings.kubernetes_namespace
+        )
+        policy = run_network_policy(plan, settings.kubernetes_namespace, kubernetes_config())
+        runs.ensure_network_policy(policy)
+        self.log.info("network policy %s", policy["metadata"]["name"])
         if plan.world_size > 1:
-            runs = KubernetesRuns(
-                conn_id=settings.kubernetes_conn_id, namespace=settings.kubernetes_namespace
-            )
             service = headless_service(
                 plan, settings.kubernetes_namespace, kubernetes_config().master_port
             )

@@ -73,8 +73,9 @@ def test_the_rbac_file_binds_the_launcher_role_in_the_training_namespace_to_the_
         for component in ("workers", "triggerer")
     ]  # fmt: skip
     assert values["triggerer"].get("enabled", True)  # the chart's default: a triggerer runs
-    # Core resources only, each named: no wildcard grants more than the launcher's calls.
-    assert {group for group, _, _ in grants(role)} == {""}
+    # Core resources and the runs' NetworkPolicies only, each named: no wildcard grants more
+    # than the launcher's calls.
+    assert {group for group, _, _ in grants(role)} == {"", "networking.k8s.io"}
     assert not [rule for rule in role["rules"] if "*" in json.dumps(rule)]
 
 

@@ -255,6 +255,8 @@ def test_a_two_node_run_succeeds_with_its_logs_metrics_and_model(
     assert len(cluster.created_for(demo["task_id"])) == 2  # one pod per node, no duplicate
     assert cluster.pods_of(demo["task_id"]) == []  # deleted once their logs were safe
     assert cluster.services() == []  # the teardown deleted the Service
+    if cluster.emulator is not None:  # ... and the NetworkPolicy, which the emulator keeps
+        assert cluster.emulator.network_policies(NAMESPACE) == []
     if cluster.emulator is not None:  # the node cache is a folder of this machine
         run = node_cache_holder(f"runs/{demo['task_id']}/{demo['run']['run_key']}", "")
         pinned = list((cluster.root / "node-cache" / ".pins").iterdir())

@@ -20,6 +20,8 @@ def test_the_shipped_file_is_valid_and_maps_priorities() -> None:
     assert config.scheduling("modelarts-gpu").node_local_path == "/mnt/nvme/octotrain"
     assert config.scheduling("not-listed").node_selector == {}
     assert config.deferrable  # launch tasks hold no worker slot while their pods train
+    assert config.pod_security == "restricted"
+    assert [port.port for rule in config.egress for port in rule.ports] == [443]
 
 
 def test_launch_tasks_defer_unless_the_file_says_otherwise(tmp_path: Path) -> None:
@@ -38,6 +40,11 @@ def test_launch_tasks_defer_unless_the_file_says_otherwise(tmp_path: Path) -> No
         ("colour = 'blue'", "colour"),
         ("deferrable = 'sometimes'", "deferrable"),
         ("[[priority_classes]]\nminimum = 99\nname = 'x'", "priority_classes.0.minimum"),
+        ("pod_security = 'privileged'", "pod_security"),
+        ("[[egress]]\ncidrs = ['10.0.0.1/8']", "egress.0.cidrs.0"),
+        ("[[egress]]\nports = [{ port = 0 }]", "egress.0.ports.0.port"),
+        ("[[egress]]\nports = [{ port = 53, protocol = 'ICMP' }]", "egress.0.ports.0.protocol"),
+        ("[[egress]]\nexcept_cidrs = ['10.0.0.0/8']", "egress.0"),
     ],
 )
 def test_a_wrong_file_is_refused_naming_the_field(tmp_path: Path, text: str, field: str) -> None:

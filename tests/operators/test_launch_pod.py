@@ -1,6 +1,6 @@
 """The pods of a run as the KubernetesPodOperator builds them (``build_pod_request_obj``):
 env contract, resources, user, priority class, init and sidecar containers, volumes, DNS
-names, for 1 and 8 nodes."""
+names, for 1 and 8 nodes; Kubernetes 1.29's schema and the Pod Security profiles they meet."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ from octotrain.settings import get_settings
 from octotrain.tasks import Tasks
 from operators.launch_pod import LaunchNodePodOperator
 from tests.factories import ADMIN, VALID_TASK
+from tests.k8s_emulator.pod_security import violations
+from tests.k8s_emulator.schemas import schema_causes
 
 GPU_TASK = VALID_TASK | {
     "name": "gpu-task",
@@ -30,6 +32,8 @@ GPU_TASK = VALID_TASK | {
     "data_inputs": [{"dataset": "house-prices", "version": "v1"}],
 }
 CPU_TASK = VALID_TASK | {"name": "cpu-task", "run_as_uid": 1234, "priority": -20}
+ROOT_TASK = VALID_TASK | {"name": "root-task", "run_as_uid": 0}
+RUNTIME_DEFAULT = {"type": "RuntimeDefault"}
 
 
 class _TaskInstance:
@@ -108,7 +112,8 @@ def test_resources_user_priority_scheduling_and_mounts(rule_session: Session) ->
         "/opt/algo/run", "--lr=0.5", "--optimizer=adam", "--shuffle=true", "--tag=x", "--n=3"
     ]  # fmt: skip
     assert base["resources"]["limits"] == {"cpu": "8", "memory": "65536Mi", "nvidia.com/gpu": "1"}
-    assert spec["securityContext"] == {"runAsNonRoot": True}  # ma-user: the image's own user
+    # ma-user: the image's own user
+    assert spec["securityContext"] == {"runAsNonRoot": True, "seccompProfile": RUNTIME_DEFAULT}
     assert spec["priorityClassName"] == "octotrain-high"
     assert spec["nodeSelector"] == {"octotrain.io/pool": "modelarts"}
     assert spec["tolerations"][0]["key"] == "nvidia.com/gpu"
@@ -143,12 +148,46 @@ def test_resources_user_priority_scheduling_and_mounts(rule_session: Session) ->
 def test_a_cpu_task_runs_as_its_uid_with_a_normal_priority(rule_session: Session) -> None:
     [pod] = pods(plan_of(rule_session, CPU_TASK, 1))
     spec = pod["spec"]
-    assert spec["securityContext"] == {"runAsUser": 1234, "runAsGroup": 1234, "fsGroup": 1234}
+    assert spec["securityContext"] == {
+        "runAsUser": 1234, "runAsGroup": 1234, "fsGroup": 1234, "runAsNonRoot": True,
+        "seccompProfile": RUNTIME_DEFAULT,
+    }  # fmt: skip
     assert spec["priorityClassName"] == "octotrain-low"
     assert not spec.get("nodeSelector") and not spec.get("tolerations")
     assert containers(pod)["base"]["resources"]["limits"] == {"cpu": "1", "memory": "1024Mi"}
     volumes = {volume["name"]: volume for volume in spec["volumes"]}
     assert volumes["octotrain-work"] == {"name": "octotrain-work", "emptyDir": {}}
+
+
+@pytest.mark.parametrize("task", [GPU_TASK, CPU_TASK], ids=["ma-user", "uid"])
+def test_pods_meet_the_schema_and_the_restricted_profile_without_a_token(
+    rule_session: Session, task: dict[str, Any]
+) -> None:
+    """Whether as ma-user or as the task's uid: no service-account token, every container
+    restricted (non-root, no escalation, no capabilities, the runtime's seccomp profile), and
+    nothing Kubernetes 1.29's schema does not know."""
+    for pod in pods(plan_of(rule_session, task, 2)):
+        assert pod["spec"]["automountServiceAccountToken"] is False
+        assert list(violations(pod, "restricted")) == []
+        assert schema_causes(pod) == []
+        for container in containers(pod).values():
+            assert container["securityContext"] == {
+                "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}
+            }  # fmt: skip
+
+
+def test_a_root_task_meets_baseline_only(rule_session: Session) -> None:
+    """uid 0 (the manual allows it) keeps the runtime's default capabilities: a namespace
+    declared ``baseline`` takes it, a ``restricted`` one would not."""
+    [pod] = pods(plan_of(rule_session, ROOT_TASK, 1))
+    assert pod["spec"]["securityContext"] == {
+        "runAsUser": 0, "runAsGroup": 0, "fsGroup": 0, "seccompProfile": RUNTIME_DEFAULT
+    }  # fmt: skip
+    assert containers(pod)["base"]["securityContext"] == {"allowPrivilegeEscalation": False}
+    assert list(violations(pod, "baseline")) == []
+    assert {v.rule for v in violations(pod, "restricted")} == {
+        "unrestricted capabilities", "runAsNonRoot != true", "runAsUser=0"
+    }  # fmt: skip
 
 
 def test_a_deferred_node_s_trigger_looks_at_its_pod_as_often_as_the_config_says(
