@@ -11,11 +11,14 @@ from cli.output import FileOption, JsonOption, load_document, reported, show, sh
 from cli.run_option import RUN_HELP, run_named
 from cli.session import catalog_session, cli_scope
 from hooks.airflow_rest import TERMINAL_RUN_STATES, AirflowApiError, AirflowRestClient, wait_until
+from hooks.object_store import default_object_store
+from hooks.run_resume import why_not_resumed
 from hooks.run_stops import request_stop
 from octotrain.catalog.views import RunView, TaskView
 from octotrain.contracts import dag_id_for
-from octotrain.errors import InvalidInput, InvalidTrigger
+from octotrain.errors import Conflict, InvalidInput, InvalidTrigger
 from octotrain.planning import resolve_run
+from octotrain.run_settings import RESUME_SETTING
 from octotrain.settings import get_settings
 from octotrain.tasks import Tasks
 
@@ -24,7 +27,7 @@ TaskId = Annotated[int, typer.Argument(help="The training task ID.")]
 TASK_COLUMNS = ["id", "project", "name", "node_count", "priority", "resource_spec", "algorithm",
                 "model_repository", "last_run"]  # fmt: skip
 RUN_COLUMNS = ["id", "airflow_run_id", "state", "node_count", "started_at", "ended_at",
-               "model_version"]  # fmt: skip
+               "model_version", "resumed_from"]  # fmt: skip
 
 
 @tasks_app.command("create", help="Create a task from a YAML or JSON document.")
@@ -126,29 +129,59 @@ def run_task(
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the DAG and run.")] = 900,
     as_json: JsonOption = False,
 ) -> None:
-    settings = get_settings()
-    dag_id = dag_id_for(task_id)
     with reported(as_json=as_json):
-        settings_of_run = parse_conf(conf)
-        with catalog_session() as session:  # refuse before Airflow is asked
-            try:
-                resolve_run(session, Tasks(session, cli_scope()).get(task_id), conf=settings_of_run)
-            except InvalidInput as refused:
-                raise InvalidTrigger(refused.problems) from None
-        airflow = AirflowRestClient.from_settings(settings)
-        wait_until(f"Airflow to parse DAG {dag_id}", lambda: airflow.dag_exists(dag_id),
-                   timeout=timeout)  # fmt: skip
-        airflow.unpause(dag_id)
-        run_id = airflow.trigger(dag_id, settings_of_run)
-        state = "queued"
-        if wait:
-            state = wait_until(
-                f"run {run_id} to end",
-                lambda: (s := airflow.run_state(dag_id, run_id)) in TERMINAL_RUN_STATES and s,
-                timeout=timeout,
-            )
-        show({"task_id": task_id, "dag_id": dag_id, "run_id": run_id, "state": state},
-             as_json=as_json)  # fmt: skip
+        _trigger(task_id, parse_conf(conf), wait=wait, timeout=timeout, as_json=as_json)
+
+
+@tasks_app.command("resume", help="Resume a failed or stopped run from its checkpoint.")
+def resume_task_run(
+    task_id: TaskId,
+    run: Annotated[str, typer.Option(help=RUN_HELP)],
+    conf: Annotated[
+        str, typer.Option(help="Settings the new run changes, as JSON (as for task run).")
+    ] = "{}",
+    wait: Annotated[bool, typer.Option(help="Wait until the run ends.")] = False,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for the DAG and run.")] = 900,
+    as_json: JsonOption = False,
+) -> None:
+    """A new run of the task whose nodes restore the earlier run's checkpoint, recorded as
+    resuming it (``resume_from`` in its conf); refused when the run is active or succeeded,
+    never started, or left no checkpoint."""
+    with reported(as_json=as_json):
+        with catalog_session() as session:
+            earlier = run_named(Tasks(session, cli_scope()).runs(task_id), run, task_id=task_id)
+            refused = why_not_resumed(default_object_store(), earlier)
+            if refused is not None:
+                raise Conflict(refused)
+            resumed = {RESUME_SETTING: earlier.id}
+        _trigger(task_id, parse_conf(conf) | resumed, wait=wait, timeout=timeout, as_json=as_json)
+
+
+def _trigger(
+    task_id: int, settings_of_run: dict[str, object], *, wait: bool, timeout: float, as_json: bool
+) -> None:
+    """Judge the task with the run's settings (refused before Airflow is asked), then trigger
+    it through Airflow's REST API and show the run (its end, with ``wait``)."""
+    dag_id = dag_id_for(task_id)
+    with catalog_session() as session:
+        try:
+            resolve_run(session, Tasks(session, cli_scope()).get(task_id), conf=settings_of_run)
+        except InvalidInput as refused:
+            raise InvalidTrigger(refused.problems) from None
+    airflow = AirflowRestClient.from_settings(get_settings())
+    wait_until(f"Airflow to parse DAG {dag_id}", lambda: airflow.dag_exists(dag_id),
+               timeout=timeout)  # fmt: skip
+    airflow.unpause(dag_id)
+    run_id = airflow.trigger(dag_id, settings_of_run)
+    state = "queued"
+    if wait:
+        state = wait_until(
+            f"run {run_id} to end",
+            lambda: (s := airflow.run_state(dag_id, run_id)) in TERMINAL_RUN_STATES and s,
+            timeout=timeout,
+        )
+    show({"task_id": task_id, "dag_id": dag_id, "run_id": run_id, "state": state},
+         as_json=as_json)  # fmt: skip
     if wait and state != "success":
         raise typer.Exit(1)
 

@@ -18,7 +18,7 @@ from airflow.sdk import Param
 
 from octotrain.argument_limits import text_value_schema
 from octotrain.catalog.models import Algorithm, ResourceSpec, TrainingTask
-from octotrain.run_settings import run_node_limit
+from octotrain.run_settings import RESUME_SETTING, run_node_limit
 from octotrain.task_spec import MAX_INPUT_MODELS, MAX_VERSION_NUMBER, PRIORITY_RANGE, TaskSpec
 
 JSON_TYPES = {"int": "integer", "float": "number", "bool": "boolean", "string": "string"}
@@ -71,6 +71,14 @@ def run_params(
             section=RUN_SECTION,
         ),
     }
+    params[RESUME_SETTING] = Param(
+        None,
+        type=["integer", "null"],
+        minimum=1,
+        title="Resume from run",
+        description="A failed or stopped run's id: its nodes start from its checkpoint",
+        section=RUN_SECTION,
+    )
     if algorithm is None:
         return params
     saved = document.parameters

@@ -28,7 +28,7 @@ from octotrain.checkpoints import (
     version_key,
 )
 from octotrain.run_layout import RunObjects
-from octotrain.storage import ObjectStore
+from octotrain.storage import ObjectNotFound, ObjectStore
 
 # A file written to less than this long ago is taken to be still being written, until the
 # training has ended (a torn file must never become part of the latest checkpoint).
@@ -43,6 +43,19 @@ def read_manifest(
 ) -> CheckpointManifest | None:
     document = read_json(store, objects.checkpoint_manifest(node_index))
     return None if document is None else CheckpointManifest.from_json(document)
+
+
+def left_checkpoint(store: ObjectStore, objects: RunObjects, node_indices: list[str]) -> bool:
+    """Whether any node of the run ``objects`` synced a checkpoint (what a resume restores)."""
+    return any(store_has(store, objects.checkpoint_manifest(node)) for node in node_indices)
+
+
+def store_has(store: ObjectStore, key: str) -> bool:
+    try:
+        store.stat(key)
+    except ObjectNotFound:
+        return False
+    return True
 
 
 def write_manifest(

@@ -19,8 +19,9 @@ from sqlalchemy.orm import Session
 from octotrain.catalog.access import Scope
 from octotrain.catalog.models import Dataset, DatasetVersion, DatasetVersionStatus, TrainingTask
 from octotrain.contracts import node_indices
+from octotrain.resume import run_to_resume
 from octotrain.run_layout import RunObjects
-from octotrain.run_settings import with_run_settings
+from octotrain.run_settings import RESUME_SETTING, with_run_settings
 from octotrain.secrets import is_sensitive, masked
 from octotrain.task_rules import ResolvedTask, StagedInput, check_task
 
@@ -73,6 +74,9 @@ class RunPlan(BaseModel):
     output_repository_id: int
     output_repository: str
     lineage: dict[str, Any]
+    # The earlier run of the task this one resumes (its catalog id and run key), if any.
+    resumed_from_run_id: int = 0
+    resumed_run_key: str = ""
 
     @property
     def world_size(self) -> int:
@@ -86,8 +90,9 @@ class RunPlan(BaseModel):
     @property
     def checkpoint_sources(self) -> list[RunObjects]:
         """The runs whose checkpoint a node restores before it trains, first found first:
-        this run's own (a node started again)."""
-        return [self.objects]
+        this run's own (a node started again), then the run it resumes."""
+        resumed = [RunObjects(self.task_id, self.resumed_run_key)] if self.resumed_run_key else []
+        return [self.objects, *resumed]
 
     def shown(self) -> dict[str, Any]:
         """The plan as Airflow carries it between the stages (XCom, shown in Airflow's UI) and
@@ -189,6 +194,8 @@ def build_run_plan(
     resolved = resolve_run(session, task, conf=conf, newest_data=newest_data)
     spec = resolved.spec
     algorithm = resolved.algorithm
+    reference = (conf or {}).get(RESUME_SETTING)
+    resumed = run_to_resume(session, task, reference) if reference is not None else None
     return RunPlan(
         task_id=task.id,
         task_name=task.name,
@@ -220,6 +227,8 @@ def build_run_plan(
         mounts=resolved.mounts,
         output_repository_id=resolved.repository.id,
         output_repository=resolved.repository.name,
+        resumed_from_run_id=resumed.id if resumed else 0,
+        resumed_run_key=str(resumed.plan["run_key"]) if resumed else "",
         lineage={
             "task": {"id": task.id, "name": task.name},
             "run_id": run_id,
@@ -242,5 +251,10 @@ def build_run_plan(
                 ref.model_dump() | {"model_version_id": item.model_version_id}
                 for ref, item in zip(spec.input_models, resolved.input_models, strict=True)
             ],
-        },
+        }
+        | (
+            {"resumed_from": {"run": resumed.id, "airflow_run_id": resumed.airflow_run_id}}
+            if resumed
+            else {}
+        ),
     )

@@ -31,11 +31,18 @@ def find_run(session: Session, task_id: int, airflow_run_id: str) -> Run | None:
 
 
 def record_triggered(
-    session: Session, task_id: int, airflow_run_id: str, *, triggered_by: str, node_count: int
+    session: Session,
+    task_id: int,
+    airflow_run_id: str,
+    *,
+    triggered_by: str,
+    node_count: int,
+    resumed_from: int | None = None,
 ) -> Run:
     """The run a trigger just started, queued until ``validate`` takes it over (the same row,
     found by its Airflow run id); a retried trigger finds the row it made, also when the retry
-    races the first try (the row's unique key decides, in a savepoint)."""
+    races the first try (the row's unique key decides, in a savepoint). ``resumed_from``: the
+    earlier run whose checkpoint it resumes."""
     found = find_run(session, task_id, airflow_run_id)
     if found is not None:
         return found
@@ -46,6 +53,7 @@ def record_triggered(
         triggered_by=triggered_by,
         trigger="manual",
         node_count=node_count,
+        resumed_from_id=resumed_from,
     )
     try:
         with session.begin_nested():
@@ -68,9 +76,11 @@ def record_validated(
     plan: dict[str, Any],
     refused: str | None,
     secrets: dict[str, Any] | None = None,
+    resumed_from: int | None = None,
 ) -> Run:
     """``validate`` has judged the run: it runs with ``plan`` (its secrets masked, their real
-    values in ``secrets``), or, ``refused`` (the broken rules in words), it has ended failed."""
+    values in ``secrets``), resuming the run ``resumed_from`` if any, or, ``refused`` (the
+    broken rules in words), it has ended failed."""
     run = find_run(session, task_id, airflow_run_id)
     if run is None:
         run = Run(task_id=task_id, airflow_run_id=airflow_run_id, triggered_by=triggered_by)
@@ -79,6 +89,8 @@ def record_validated(
     run.node_count = node_count
     run.plan = plan
     run.secrets = secrets or {}
+    if resumed_from is not None:
+        run.resumed_from_id = resumed_from
     if refused is None:
         run.state, run.message, run.ended_at = RunState.RUNNING, "", None
     else:

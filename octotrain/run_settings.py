@@ -1,7 +1,8 @@
 """What one run may change of its task: the settings a trigger passes as the DAG run's ``conf``.
 
 A run's conf holds the algorithm's parameters by name, plus ``node_count``, ``priority``,
-``env`` (merged into the task's variables) and, for incremental training, ``input_models``.
+``env`` (merged into the task's variables), for incremental training ``input_models``, and
+``resume_from``, the earlier run whose checkpoint this one resumes (``octotrain.resume``).
 These are the DAG's Params (``dags/run_params.py``), so Airflow's trigger form shows them as
 typed fields, and Airflow validates a conf against them before a run exists. ``validate``
 then judges the task with the conf applied by every rule of ``octotrain.task_rules``, as if it
@@ -16,7 +17,8 @@ from typing import Any
 from octotrain.catalog.models import Project, ResourceSpec
 from octotrain.errors import InvalidTrigger
 
-RUN_SETTING_NAMES = ("node_count", "priority", "env", "input_models")
+RESUME_SETTING = "resume_from"
+RUN_SETTING_NAMES = ("node_count", "priority", "env", "input_models", RESUME_SETTING)
 
 
 def run_node_limit(project: Project, spec: ResourceSpec | None) -> int:
@@ -37,7 +39,7 @@ def with_run_settings(spec: Mapping[str, Any], conf: object) -> dict[str, Any]:
     document = dict(spec)
     parameters = dict(spec.get("parameters", {}))
     for key, value in conf.items():
-        if value is None:
+        if value is None or key == RESUME_SETTING:  # which checkpoint, not the task's setting
             continue
         if key == "env":
             if not isinstance(value, Mapping):

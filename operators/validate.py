@@ -70,6 +70,7 @@ class ValidateTaskOperator(TrainingStageOperator):
                 plan=plan.shown() if plan else {},
                 refused=str(error) if error else None,
                 secrets=plan.secret_values() if plan else {},
+                resumed_from=plan.resumed_from_run_id or None if plan else None,
             ).id
         if error is not None:
             raise AirflowFailException(

@@ -268,6 +268,8 @@ class RunView(View):
     started_at: datetime
     ended_at: datetime | None
     model_version: int | None
+    # The run (catalog id) whose checkpoint this one resumes from, if any.
+    resumed_from: int | None
 
     @classmethod
     def of(cls, row: Run) -> RunView:
@@ -282,6 +284,7 @@ class RunView(View):
             started_at=as_utc(row.started_at),
             ended_at=as_utc(row.ended_at) if row.ended_at else None,
             model_version=row.model_version.version if row.model_version else None,
+            resumed_from=row.resumed_from_id,
         )
 
 

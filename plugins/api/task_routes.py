@@ -1,6 +1,7 @@
 """Training tasks over REST: create (judged by every rule of the manual, all problems in one
 answer), check without saving, list, show, change, copy, delete, their runs, starting a run
-(validated, then triggered in Airflow; idempotent with a request id) and stopping one.
+(validated, then triggered in Airflow; idempotent with a request id), stopping one, and
+resuming a failed or stopped one from its checkpoint.
 
 After a task is created, changed or deleted, Airflow is asked to parse the tasks' DAG file at
 once, so the DAG follows within seconds."""
@@ -13,18 +14,24 @@ from airflow.api_fastapi.auth.managers.models.base_user import BaseUser
 from airflow.api_fastapi.core_api.security import get_user
 from fastapi import APIRouter, Body, Depends, Path, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.orm import Session
 
 from hooks.catalog import default_catalog
 from hooks.dag_parsing import request_tasks_reparse, retire_task_dag
 from hooks.dag_runs import REQUEST_ID_PATTERN, add_run_note, trigger_dag_run
+from hooks.object_store import default_object_store
+from hooks.run_resume import why_not_resumed
 from hooks.run_stops import request_stop
+from octotrain.catalog.access import Scope
 from octotrain.catalog.documents import TaskCopyDocument
 from octotrain.catalog.last_run_status import LastRunStatus, last_run_status
+from octotrain.catalog.models import TrainingTask
 from octotrain.catalog.views import RunView, TaskView
 from octotrain.contracts import dag_id_for
-from octotrain.errors import InvalidInput, InvalidTrigger
+from octotrain.errors import Conflict, InvalidInput, InvalidTrigger
 from octotrain.planning import resolve_run
 from octotrain.run_lifecycle import record_triggered
+from octotrain.run_settings import RESUME_SETTING
 from octotrain.task_spec import MAX_VERSION_NUMBER, TaskSpec
 from octotrain.tasks import Tasks
 from plugins.api.auth import CurrentScope
@@ -180,29 +187,70 @@ def start_run(
     response: Response,
     body: Annotated[RunRequest | None, Body()] = None,
 ) -> StartedRunView:
+    with default_catalog().session() as session:
+        task = Tasks(session, scope).get(task_id)
+        return _started(session, task, body or RunRequest(), scope, user, request, response)
+
+
+@router.post(
+    "/tasks/{task_id}/runs/{run_id}/resume",
+    status_code=201,
+    summary="Resume a failed or stopped run from its checkpoint: a new run of the task",
+    responses={200: {"model": StartedRunView, "description": "A retried request id's run"}},
+)
+def resume_run(
+    task_id: TaskId,
+    run_id: RunId,
+    scope: CurrentScope,
+    user: Annotated[BaseUser, Depends(get_user)],
+    request: Request,
+    response: Response,
+    body: Annotated[RunRequest | None, Body()] = None,
+) -> StartedRunView:
+    """The new run's nodes restore the earlier run's checkpoint (README: Resuming a run); its
+    ``conf`` may change what a run may (``resume_from`` is set here). 409 when the run is
+    active or succeeded, never started, or left no checkpoint."""
     wanted = body or RunRequest()
     with default_catalog().session() as session:
         tasks = Tasks(session, scope)
-        task = tasks.get(task_id)
-        try:
-            resolved = resolve_run(session, task, conf=wanted.conf)
-        except InvalidInput as refused:
-            raise InvalidTrigger(refused.problems) from None
-        triggered = trigger_dag_run(
-            dag_id=dag_id_for(task.id),
-            user=user,
-            conf=wanted.conf,
-            request_id=wanted.request_id,
-            from_ui="referer" in request.headers,
-        )
-        run = record_triggered(
-            session,
-            task.id,
-            triggered.dag_run_id,
-            triggered_by=scope.username,
-            node_count=resolved.spec.node_count,
-        )
-        view = RunView.of(run)
+        earlier = tasks.run(task_id, run_id)
+        refused = why_not_resumed(default_object_store(), earlier)
+        if refused is not None:
+            raise Conflict(refused)
+        resuming = wanted.model_copy(update={"conf": wanted.conf | {RESUME_SETTING: run_id}})
+        return _started(session, tasks.get(task_id), resuming, scope, user, request, response)
+
+
+def _started(
+    session: Session,
+    task: TrainingTask,
+    wanted: RunRequest,
+    scope: Scope,
+    user: BaseUser,
+    request: Request,
+    response: Response,
+) -> StartedRunView:
+    """Judge the task with the run's conf, trigger it in Airflow as ``user``, record it."""
+    try:
+        resolved = resolve_run(session, task, conf=wanted.conf)
+    except InvalidInput as refused:
+        raise InvalidTrigger(refused.problems) from None
+    triggered = trigger_dag_run(
+        dag_id=dag_id_for(task.id),
+        user=user,
+        conf=wanted.conf,
+        request_id=wanted.request_id,
+        from_ui="referer" in request.headers,
+    )
+    run = record_triggered(
+        session,
+        task.id,
+        triggered.dag_run_id,
+        triggered_by=scope.username,
+        node_count=resolved.spec.node_count,
+        resumed_from=wanted.conf.get(RESUME_SETTING),
+    )
+    view = RunView.of(run)
     response.status_code = 201 if triggered.created else 200
     return StartedRunView(
         run=view,

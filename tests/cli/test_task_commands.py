@@ -1,4 +1,5 @@
-"""Training tasks from the command line, and ``task run`` against a real Airflow api-server."""
+"""Training tasks from the command line (their runs stopped and resumed), and ``task run``
+against a real Airflow api-server."""
 
 from __future__ import annotations
 
@@ -15,9 +16,12 @@ from typer.testing import CliRunner
 from cli.main import app
 from hooks.airflow_rest import AirflowRestClient
 from hooks.catalog import CatalogHook
+from hooks.checkpoint_sync import CheckpointSync
 from hooks.local_process import RunAbortMarker
+from hooks.local_store import LocalFolderStore
 from octotrain.catalog.models import Run, RunState, TrainingTask
 from octotrain.planning import run_key
+from octotrain.run_layout import RunObjects
 from octotrain.settings import get_settings
 from tests.cli.conftest import Cli
 from tests.live_airflow import HTTP_SECONDS, LiveAirflow, demo_airflow
@@ -216,6 +220,49 @@ def test_stop_notes_the_run_in_airflow_after_its_note(
     assert patch.method == "PATCH" and patch.url.params["update_mask"] == "note"
     note = json.loads(patch.content)["note"]
     assert note.startswith(f"retrain\n\n**Stopped by cli:{getpass.getuser()}** at ")
+
+
+def test_resume_triggers_a_run_resuming_a_failed_one_with_a_checkpoint(
+    cli: Cli, catalog: CatalogHook, octotrain_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan = {"run_key": "manual__9-abc", "node_indices": ["single-0"]}
+    with catalog.session() as session:
+        earlier = Run(task_id=1, airflow_run_id="manual__9", state=RunState.RUNNING,
+                      node_count=1, plan=plan)  # fmt: skip
+        session.add(earlier)
+        session.flush()
+        earlier_id = earlier.id
+    active = cli("task", "resume", "1", "--run", "manual__9")
+    assert active.exit_code == 1
+    assert "only a failed or stopped run can be resumed" in active.stderr
+    with catalog.session() as session:
+        session.execute(update(Run).where(Run.id == earlier_id).values(state=RunState.FAILED))
+    bare = cli("task", "resume", "1", "--run", str(earlier_id))
+    assert bare.exit_code == 1 and "left no checkpoint" in bare.stderr
+    folder = octotrain_env / "checkpoint"
+    folder.mkdir()
+    (folder / "step-10.pt").write_bytes(b"weights")
+    store = LocalFolderStore(octotrain_env / "objects")
+    CheckpointSync(store, objects=RunObjects(1, "manual__9-abc"), run_id="manual__9",
+                   node_index="single-0", folder=folder, every_seconds=0,
+                   note=lambda _: None).sync(final=True)  # fmt: skip
+    triggered: list[dict[str, object]] = []
+
+    def airflow(request: httpx.Request) -> httpx.Response:
+        if request.method == "POST":
+            triggered.append(json.loads(request.content)["conf"])
+            return httpx.Response(200, json={"dag_run_id": "manual__10"})
+        return httpx.Response(200, json={})  # the DAG exists; it is unpaused
+
+    def client(_settings: object) -> AirflowRestClient:
+        fake = AirflowRestClient("http://airflow.test")
+        fake.http = httpx.Client(base_url=fake.base_url, transport=httpx.MockTransport(airflow))
+        return fake
+
+    monkeypatch.setattr(AirflowRestClient, "from_settings", staticmethod(client))
+    resumed = cli.json("task", "resume", "1", "--run", "manual__9", "--conf", '{"epochs": 9}')
+    assert resumed["run_id"] == "manual__10"
+    assert triggered == [{"epochs": 9, "resume_from": earlier_id}]
 
 
 def test_stop_raises_the_active_runs_flag_and_refuses_an_ended_run(

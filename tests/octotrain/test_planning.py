@@ -12,6 +12,8 @@ from octotrain.catalog.models import (
     DatasetVersion,
     ModelRepository,
     ResourceSpec,
+    Run,
+    RunState,
     TrainingTask,
 )
 from octotrain.errors import InvalidInput
@@ -211,3 +213,52 @@ def test_self_started_runs_train_on_the_newest_published_version(
     assert scheduled.lineage["data_inputs"][0]["version"] == "v2"
     assert scheduled.lineage["trigger"] == "scheduled"
     assert [item.name for item in manual.data_inputs] == ["house-prices_v1"]  # as saved
+
+
+@pytest.mark.parametrize(
+    ("earlier", "reference", "rule"),
+    [
+        (RunState.RUNNING, None, "is running: only a failed or stopped run can be resumed"),
+        (RunState.SUCCESS, None, "is success: only a failed or stopped run can be resumed"),
+        (RunState.FAILED, 999_999, "has no run 999999"),
+        (RunState.FAILED, "7", "must be a run's catalog id, got '7'"),
+    ],
+)
+def test_a_resume_names_a_failed_or_stopped_run_of_the_same_task(
+    catalog: CatalogHook, store: LocalFolderStore, earlier: RunState, reference: object, rule: str
+) -> None:
+    demo = seed(catalog, store)
+    with catalog.session() as session:
+        task = session.get(TrainingTask, demo.task_id)
+        run = Run(task_id=task.id, airflow_run_id="manual__lost", state=earlier, node_count=2,
+                  plan={"run_key": "manual__lost-1"})  # fmt: skip
+        session.add(run)
+        session.flush()
+        common = {"master_addr": "127.0.0.1", "master_port": 1, "triggered_by": "alice"}
+        with pytest.raises(InvalidInput) as refused:
+            conf = {"resume_from": run.id if reference is None else reference}
+            build_run_plan(session, task, run_id="manual__again", conf=conf, **common)
+        [problem] = refused.value.problems
+        assert problem.field == "conf.resume_from" and rule in problem.rule
+
+
+def test_a_resumed_run_restores_the_earlier_runs_checkpoint_and_says_so_in_its_lineage(
+    catalog: CatalogHook, store: LocalFolderStore
+) -> None:
+    demo = seed(catalog, store)
+    with catalog.session() as session:
+        task = session.get(TrainingTask, demo.task_id)
+        run = Run(task_id=task.id, airflow_run_id="manual__lost", state=RunState.STOPPED,
+                  node_count=2, plan={"run_key": "manual__lost-1"})  # fmt: skip
+        session.add(run)
+        session.flush()
+        plan = build_run_plan(session, task, run_id="manual__again", master_addr="127.0.0.1",
+                              master_port=1, triggered_by="alice",
+                              conf={"resume_from": run.id, "epochs": 5})  # fmt: skip
+        assert (plan.resumed_from_run_id, plan.resumed_run_key) == (run.id, "manual__lost-1")
+        assert [source.run_key for source in plan.checkpoint_sources] == [
+            plan.run_key,  # this run's own first: a node started again
+            "manual__lost-1",
+        ]
+        assert plan.lineage["resumed_from"] == {"run": run.id, "airflow_run_id": "manual__lost"}
+        assert plan.parameters["epochs"] == 5  # changed settings, as any run may

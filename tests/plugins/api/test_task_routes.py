@@ -1,11 +1,14 @@
 """Training tasks over HTTP: every problem in one 422, nothing saved; check, change, copy,
-delete; stopping a run (its Airflow run noted with who stopped it)."""
+delete; stopping a run (its Airflow run noted with who stopped it); resuming one."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
+import pytest
 from airflow.models.dagrun import DagRun
 from airflow.utils.session import create_session
 from airflow.utils.state import DagRunState
@@ -13,11 +16,15 @@ from airflow.utils.types import DagRunType
 from sqlalchemy import delete, select
 
 from hooks.catalog import default_catalog
+from hooks.checkpoint_sync import CheckpointSync
+from hooks.dag_runs import TriggeredRun
 from hooks.local_process import RunAbortMarker
 from octotrain.abort_flags import AbortFlag
 from octotrain.catalog.models import Run, RunState
 from octotrain.planning import run_key
+from octotrain.run_layout import RunObjects
 from octotrain.settings import get_settings
+from plugins.api import task_routes
 from tests.factories import VALID_TASK
 from tests.plugins.api.conftest import Api
 
@@ -197,3 +204,54 @@ def test_tasks_are_filtered_by_their_last_runs_status_and_an_unknown_one_is_refu
             "'never'",
         }
     ]
+
+
+def test_resuming_a_run_needs_a_failed_or_stopped_one_with_a_checkpoint(
+    api: Api, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alice = api.as_user("alice")
+    task = api.client.post(
+        "/api/v1/tasks", json=VALID_TASK | {"name": "resume-me"}, headers=alice
+    ).json()
+    plan = {"run_key": "manual__lost-1", "node_indices": ["single-0"]}
+    with default_catalog().session() as session:
+        earlier = Run(task_id=task["id"], airflow_run_id="manual__lost", state=RunState.RUNNING,
+                      node_count=1, plan=plan)  # fmt: skip
+        session.add(earlier)
+        session.flush()
+        run_id = earlier.id
+    resume = f"/api/v1/tasks/{task['id']}/runs/{run_id}/resume"
+    active = api.client.post(resume, headers=alice)
+    assert active.status_code == 409
+    assert active.json()["detail"] == (
+        f"run {run_id} is running: only a failed or stopped run can be resumed"
+    )
+    with default_catalog().session() as session:
+        session.get(Run, run_id).state = RunState.FAILED  # type: ignore[union-attr]
+    bare = api.client.post(resume, headers=alice)
+    assert bare.status_code == 409
+    assert bare.json()["detail"] == (
+        f"run {run_id} left no checkpoint: none of its nodes wrote to CHECKPOINT"
+    )
+    (tmp_path / "step-10.pt").write_bytes(b"weights")
+    CheckpointSync(api.store, objects=RunObjects(task["id"], "manual__lost-1"),
+                   run_id="manual__lost", node_index="single-0", folder=tmp_path,
+                   every_seconds=0, note=lambda _: None).sync(final=True)  # fmt: skip
+    triggered: list[dict[str, Any]] = []
+
+    def trigger(*, dag_id: str, conf: dict[str, Any], **_: object) -> TriggeredRun:
+        triggered.append(conf)
+        return TriggeredRun(dag_id, "manual__resumed", "queued", conf, created=True)
+
+    monkeypatch.setattr(task_routes, "trigger_dag_run", trigger)
+    answer = api.client.post(resume, json={"conf": {"epochs": 7}}, headers=alice)
+    assert answer.status_code == 201, answer.json()
+    assert triggered == [{"epochs": 7, "resume_from": run_id}]
+    assert answer.json()["run"]["resumed_from"] == run_id
+    runs = api.client.get(f"/api/v1/tasks/{task['id']}/runs", headers=alice).json()
+    assert {run["airflow_run_id"]: run["resumed_from"] for run in runs} == {
+        "manual__lost": None,
+        "manual__resumed": run_id,
+    }
+    bob = api.as_user("bob")
+    assert api.client.post(resume, headers=bob).status_code == 404  # not a member of demo

@@ -1,0 +1,23 @@
+"""Whether a run can be resumed, asked before a resume is triggered (the API, the command
+line): the catalog's rules (``octotrain.resume``), and a checkpoint in the object store, since
+a resume without one would only start the training again from scratch."""
+
+from __future__ import annotations
+
+from hooks.checkpoint_sync import left_checkpoint
+from octotrain.catalog.models import Run
+from octotrain.resume import why_not_resumable
+from octotrain.run_layout import RunObjects
+from octotrain.storage import ObjectStore
+
+
+def why_not_resumed(store: ObjectStore, run: Run) -> str | None:
+    """Why ``run`` cannot be resumed now, in words; None when it can."""
+    refused = why_not_resumable(run)
+    if refused is not None:
+        return refused
+    objects = RunObjects(run.task_id, str(run.plan["run_key"]))
+    nodes = [str(node) for node in run.plan.get("node_indices", [])]
+    if not left_checkpoint(store, objects, nodes):
+        return f"run {run.id} left no checkpoint: none of its nodes wrote to CHECKPOINT"
+    return None
