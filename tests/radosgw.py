@@ -1,8 +1,8 @@
 """A real S3 server for the tests and benchmarks: Ceph's S3 gateway (radosgw) on a single-node
 cluster of its own (one monitor, one OSD keeping its data in RAM), on 127.0.0.1 only.
 
-Moto, the S3 mock, reads a whole object for each ranged GET and computes no real multipart
-ETags, so what passes against it says little about MinIO or S3. Debian's ``radosgw``,
+Moto, the S3 mock, is Python answering as S3 would (it reads a whole object for each ranged
+GET), so what passes or runs fast against it says little about MinIO or S3. Debian's ``radosgw``,
 ``ceph-mon`` and ``ceph-osd`` packages give a widely deployed S3 implementation that starts
 from nothing in about 15 s. Everything the cluster writes stays in its own folder; every
 process it starts is stopped when the context ends, also when starting fails midway.

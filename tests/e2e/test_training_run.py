@@ -1,7 +1,7 @@
 """A training task run through Airflow end to end (``dag.test()``), in the two shapes of an
 installation: the embedded default (SQLite for Airflow's metadata DB and the catalog, a local
 folder as object store) and the production one (PostgreSQL for both, MinIO/S3 as object store,
-here an S3-compatible server on 127.0.0.1 reached through an Airflow connection)."""
+here a real S3 server, Ceph's radosgw, on 127.0.0.1 reached through an Airflow connection)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from hooks.object_store import object_store_from_url
 from octotrain.contracts import NodeLogNames
 from octotrain.settings import REPO_ROOT
 from octotrain.storage import ObjectStore
-from tests.conftest import new_s3_bucket, postgres_database
+from tests.conftest import S3_CONNECTION, new_s3_bucket, postgres_database
 
 SCENARIOS = ["demo", "node-fails", "missing-refs"]
 
@@ -53,7 +53,8 @@ def backend(
     env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = airflow_url
     env["OCTOTRAIN_CATALOG_URL"] = catalog_url
     env["OCTOTRAIN_OBJECT_STORE_URL"] = new_s3_bucket(request.getfixturevalue("s3_server"))
-    env["AIRFLOW_CONN_MOTO_TEST"] = os.environ["AIRFLOW_CONN_MOTO_TEST"]
+    connection = f"AIRFLOW_CONN_{S3_CONNECTION.upper()}"
+    env[connection] = os.environ[connection]
     yield env, root
     for database in databases:
         next(database, None)
