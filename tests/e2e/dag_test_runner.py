@@ -44,6 +44,25 @@ FIRST_NODE_FAILS = (
     "    sys.exit(3)\n"
 )
 
+# Rank 0 saves a checkpoint and is lost (exit 3) unless it finds one; rank 1 trains from
+# scratch (in the first run it never starts: rank 0's failure stops the run first).
+LOST_ONCE = (
+    "import os, pathlib, sys\n"
+    "folder = pathlib.Path(os.environ['CHECKPOINT'])\n"
+    "saved = sorted(folder.glob('step-*.pt'))\n"
+    "output = pathlib.Path(os.environ['OUTPUT'], 'rank-' + os.environ['RANK'] + '.txt')\n"
+    "if saved:\n"
+    "    print('resumed from', saved[-1].name, flush=True)\n"
+    "    output.write_text('trained on from ' + saved[-1].read_text())\n"
+    "elif os.environ['RANK'] == '0':\n"
+    "    (folder / 'step-50.pt.tmp').write_text('step 50')\n"
+    "    os.replace(folder / 'step-50.pt.tmp', folder / 'step-50.pt')\n"
+    "    print('saved step-50.pt; the node is lost', flush=True)\n"
+    "    sys.exit(3)\n"
+    "else:\n"
+    "    output.write_text('trained from scratch')\n"
+)
+
 
 def setup() -> dict[str, int]:
     catalog = default_catalog()
@@ -51,6 +70,8 @@ def setup() -> dict[str, int]:
     demo = seed(catalog, default_object_store())
     add_command_algorithm(catalog, "first-node-fails", FIRST_NODE_FAILS)
     failing = add_task(catalog, name="node-fails", algorithm="first-node-fails", parameters={})
+    add_command_algorithm(catalog, "lost-once", LOST_ONCE)
+    resumed = add_task(catalog, name="resumed", algorithm="lost-once", parameters={})
     missing = add_task(catalog, name="missing-refs")
     with catalog.session() as session:
         # References that disappear after the task was saved (renamed, deleted elsewhere).
@@ -60,12 +81,17 @@ def setup() -> dict[str, int]:
             "model_repository": "deleted-repository",
             "data_inputs": [{"dataset": "house-prices", "version": "v404"}],
         }
-    return {"demo": demo.task_id, "node-fails": failing, "missing-refs": missing}
+    return {
+        "demo": demo.task_id,
+        "node-fails": failing,
+        "missing-refs": missing,
+        "resumed": resumed,
+    }
 
 
-def run(task_id: int) -> dict[str, object]:
+def run(task_id: int, conf: dict[str, object] | None = None) -> dict[str, object]:
     dag = build_all_dags()[dag_id_for(task_id)]
-    dag_run = dag.test(logical_date=None)
+    dag_run = dag.test(logical_date=None, run_conf=conf)
     states = {}
     for ti in dag_run.get_task_instances():
         label = ti.task_id if ti.map_index < 0 else f"{ti.task_id}[{ti.map_index}]"
@@ -76,6 +102,11 @@ def run(task_id: int) -> dict[str, object]:
         ).one_or_none()
         catalog_run = (
             {
+                "id": run_row.id,
+                "resumed_from": run_row.resumed_from_id,
+                "lineage_resumed_from": run_row.model_version.lineage.get("resumed_from")
+                if run_row.model_version
+                else None,
                 "state": str(run_row.state),
                 "message": run_row.message,
                 "ended": run_row.ended_at is not None,
@@ -132,8 +163,20 @@ def task_logs(output: str, task_id: str) -> dict[str, dict[int, str]]:
 def main() -> None:
     tasks = setup()
     for scenario in sys.argv[1:]:
-        result = {"scenario": scenario, "task_id": tasks[scenario]} | run(tasks[scenario])
+        result = {"scenario": scenario, "task_id": tasks[scenario]} | run_scenario(
+            scenario, tasks[scenario]
+        )
         print("RESULT " + json.dumps(result, ensure_ascii=False), flush=True)
+
+
+def run_scenario(scenario: str, task_id: int) -> dict[str, object]:
+    """One run of the scenario's task; ``resumed``: a run that fails, then one resuming it."""
+    if scenario != "resumed":
+        return run(task_id)
+    earlier = run(task_id)
+    catalog_run = earlier["run"]
+    assert isinstance(catalog_run, dict), earlier
+    return run(task_id, {"resume_from": catalog_run["id"]}) | {"earlier": earlier}
 
 
 if __name__ == "__main__":
