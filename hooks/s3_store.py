@@ -1,7 +1,8 @@
 """MinIO / S3 as the object store, configured by an Airflow connection.
 
 ``OCTOTRAIN_OBJECT_STORE_URL=s3://<bucket>[/<prefix>]?conn_id=<connection id>``: the connection
-(type ``aws``) gives the credentials as login and password and, for MinIO, the endpoint as
+(type ``aws``), read by the Amazon provider's ``S3Hook``, gives the credentials as login and
+password (or a role to assume, a profile ...) and, for MinIO, the endpoint as
 ``{"endpoint_url": "http://minio:9000"}`` in its extra. Transfers go through boto3's transfer
 manager: multipart uploads and parallel ranged downloads above ``multipart_chunk_mib``, with
 the checksum (BLAKE3) computed as the bytes pass. Transient failures (the store unreachable, 5xx,
@@ -18,7 +19,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlparse
 
-import boto3
 from boto3.s3.transfer import TransferConfig, create_transfer_manager
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
@@ -47,6 +47,8 @@ from octotrain.storage import (
 T = TypeVar("T")
 MIB = 1024 * 1024
 DEFAULT_CONNECTION = "minio_default"
+# What MinIO and a connection without a region get (boto3 needs one to sign requests).
+DEFAULT_REGION = "us-east-1"
 TRANSIENT_CODES = {"SlowDown", "RequestTimeout", "InternalError", "ServiceUnavailable", "503"}
 DELETE_BATCH = 1000
 # S3 (and MinIO) refuse object keys longer than this, in UTF-8 bytes.
@@ -296,29 +298,34 @@ class S3Store:
 
 
 def s3_store_from_url(url: str, *, attempts: int, first_wait_seconds: float) -> S3Store:
-    """The store of ``s3://bucket[/prefix]?conn_id=...``, with the connection's endpoint and
-    credentials (Airflow resolves the connection: environment, secrets backend, metadata DB)."""
-    from airflow.sdk import Connection
+    """The store of ``s3://bucket[/prefix]?conn_id=...``, with a client from the Amazon
+    provider's ``S3Hook``: the connection is read as Airflow users expect (login and password
+    as keys, ``endpoint_url`` for MinIO, ``region_name``, ``role_arn`` and the other role
+    assumption settings, ``verify``, ``config_kwargs`` such as proxies, a profile), which
+    Airflow resolves from the environment, a secrets backend or the metadata DB.
+    ``config_kwargs`` override this store's client defaults (single attempts, since the store
+    retries each operation as a whole; timeouts; 32 connections; path-style addressing, or the
+    extra's ``addressing_style``)."""
+    from airflow.providers.amazon.aws.hooks.s3 import S3Hook
 
     parsed = urlparse(url)
     if not parsed.netloc:
         raise ObjectStoreError(f"object store {url!r}: give a bucket, s3://<bucket>[/<prefix>]")
     conn_id = parse_qs(parsed.query).get("conn_id", [DEFAULT_CONNECTION])[0]
-    connection = Connection.get(conn_id)
-    extra = connection.extra_dejson
-    client = boto3.client(
-        "s3",
-        endpoint_url=extra.get("endpoint_url") or None,
-        region_name=extra.get("region_name") or "us-east-1",
-        aws_access_key_id=connection.login or None,
-        aws_secret_access_key=connection.password or None,
-        config=Config(
-            retries={"total_max_attempts": 1},  # retried above, with backoff, as one operation
-            connect_timeout=5,
-            read_timeout=60,
-            max_pool_connections=32,
-            s3={"addressing_style": extra.get("addressing_style", "path")},
-        ),
+    hook = S3Hook(aws_conn_id=conn_id)
+    connection = hook.conn_config
+    if connection.conn_id != conn_id:  # the hook would go on with AWS's default credentials
+        raise ObjectStoreError(f"object store {url!r}: no Airflow connection {conn_id!r}")
+    defaults = Config(
+        retries={"total_max_attempts": 1},  # retried above, with backoff, as one operation
+        connect_timeout=5,
+        read_timeout=60,
+        max_pool_connections=32,
+        s3={"addressing_style": connection.extra_config.get("addressing_style", "path")},
+    )
+    client = hook.get_client_type(
+        region_name=connection.region_name or DEFAULT_REGION,
+        config=defaults.merge(hook.config),
     )
     return S3Store(
         client=client,
