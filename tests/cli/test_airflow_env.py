@@ -72,7 +72,8 @@ async def report(engine, write):
     print(f"PROBE {engine} {outcome}", flush=True)
 
 async def main():
-    connections = {"sync": sync_pragmas(), "async": await async_pragmas()}
+    # The sync engine off the event loop, as Airflow's sync routes and processes use it.
+    connections = {"sync": await asyncio.to_thread(sync_pragmas), "async": await async_pragmas()}
     print("PROBE ready " + json.dumps(connections), flush=True)
     await asyncio.to_thread(sys.stdin.readline)
     print("PROBE writing", flush=True)
