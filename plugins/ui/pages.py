@@ -51,6 +51,8 @@ STATIC_FILES = {
     "smoothing.js": (STATIC / "smoothing.js", "text/javascript"),
     "task_form.js": (STATIC / "task_form.js", "text/javascript"),
     "task_detail.js": (STATIC / "task_detail.js", "text/javascript"),
+    "catalog.js": (STATIC / "catalog.js", "text/javascript"),
+    "algorithm_form.js": (STATIC / "algorithm_form.js", "text/javascript"),
     "pages.css": (STATIC / "pages.css", "text/css"),
     "echarts.min.js": (HERE / "node_modules/echarts/dist/echarts.min.js", "text/javascript"),
 }

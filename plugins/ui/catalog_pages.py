@@ -1,0 +1,161 @@
+"""The console's catalog sections: algorithms, datasets with their versions, data caches and
+model repositories with their versions and lineage, so that a new user can register everything
+a first training task needs without the CLI.
+
+Pages are rendered from the catalog services with the user's scope (only their projects);
+what they change goes through the REST API (``catalog_routes``, ``lineage_routes``) from the
+pages' scripts (``catalog.js``, ``algorithm_form.js``), so the API's rules and error answers
+are the only ones.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from airflow.api_fastapi.core_api.security import get_user
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi import Path as PathParameter
+from fastapi.responses import HTMLResponse
+
+from hooks.catalog import default_catalog
+from hooks.object_store import default_object_store
+from octotrain.catalog.data_caches import DataCaches
+from octotrain.catalog.documents import CACHE_TTL_HOURS_MAX, DEFAULT_TTL_HOURS
+from octotrain.catalog.model_versions import ModelVersions
+from octotrain.catalog.models import AlgorithmType, AnnotationStatus
+from octotrain.catalog.named_objects import Algorithms, Datasets, ModelRepositories
+from octotrain.catalog.projects import Projects
+from octotrain.catalog.usage import model_version_users
+from octotrain.catalog.views import (
+    AlgorithmView,
+    DataCacheView,
+    DatasetView,
+    ModelRepositoryView,
+    ModelVersionView,
+)
+from octotrain.contracts import dag_id_for
+from octotrain.parameters import ParameterType
+from octotrain.task_rules import USABLE_VERSION_STATUSES
+from octotrain.task_spec import MAX_VERSION_NUMBER
+from plugins.api.auth import CurrentScope
+from plugins.ui.pages import _render as render
+
+Name = Annotated[str, PathParameter(min_length=1, max_length=64, pattern=r"^[^\x00-\x1f/]+$")]
+ProjectQuery = Annotated[str, Query(min_length=1, max_length=64)]
+VersionNumber = Annotated[int, PathParameter(ge=1, le=MAX_VERSION_NUMBER)]
+PARAMETER_TYPES = ParameterType.__args__
+
+# Airflow's login on every route of this file (app.py requires it router-wide too).
+router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(get_user)])
+
+
+@router.get("/algorithms", response_class=HTMLResponse)
+def algorithms_page(request: Request, scope: CurrentScope) -> HTMLResponse:
+    """The algorithms of the user's projects, by project, each linked to its edit form."""
+    with default_catalog().session() as session:
+        algorithms = Algorithms(session, scope)
+        groups = [
+            (project.name, [AlgorithmView.of(row) for row in algorithms.list(project.name)])
+            for project in Projects(session, scope).list()
+        ]
+    return render("algorithms.html", request, groups=groups)
+
+
+@router.get("/algorithms/new", response_class=HTMLResponse)
+def new_algorithm_page(
+    request: Request, scope: CurrentScope, project: ProjectQuery
+) -> HTMLResponse:
+    with default_catalog().session() as session:
+        name = scope.project(session, project).name  # 404 for a project the user is not in
+    return _algorithm_form(request, name, None)
+
+
+@router.get("/algorithms/{project}/{name}", response_class=HTMLResponse)
+def edit_algorithm_page(
+    project: Name, name: Name, request: Request, scope: CurrentScope
+) -> HTMLResponse:
+    with default_catalog().session() as session:
+        algorithm = AlgorithmView.of(Algorithms(session, scope).get(project, name))
+    return _algorithm_form(request, project, algorithm)
+
+
+def _algorithm_form(
+    request: Request, project: str, algorithm: AlgorithmView | None
+) -> HTMLResponse:
+    saved = algorithm.model_dump(mode="json") if algorithm else None
+    return render("algorithm_form.html", request, project=project, algorithm=algorithm, saved=saved,
+                  algorithm_types=[str(kind) for kind in AlgorithmType],
+                  parameter_types=PARAMETER_TYPES)  # fmt: skip
+
+
+@router.get("/datasets", response_class=HTMLResponse)
+def datasets_page(request: Request, scope: CurrentScope) -> HTMLResponse:
+    """Datasets with their versions; new dataset, upload of a version, publish."""
+    with default_catalog().session() as session:
+        datasets = Datasets(session, scope, default_object_store())
+        groups = [
+            (project.name, [DatasetView.of(row) for row in datasets.list(project.name)])
+            for project in Projects(session, scope).list()
+        ]
+    return render("datasets.html", request, groups=groups,
+                  annotation_statuses=[str(status) for status in AnnotationStatus])  # fmt: skip
+
+
+@router.get("/caches", response_class=HTMLResponse)
+def caches_page(request: Request, scope: CurrentScope) -> HTMLResponse:
+    """Data caches and their state; a new cache of a published or imported dataset version."""
+    with default_catalog().session() as session:
+        caches = DataCaches(session, scope, default_object_store())
+        datasets = Datasets(session, scope, default_object_store())
+        groups = [
+            (
+                project.name,
+                [DataCacheView.of(row) for row in caches.list(project.name)],
+                [
+                    (dataset.name, version.version)
+                    for dataset in datasets.list(project.name)
+                    for version in dataset.versions
+                    if version.status in USABLE_VERSION_STATUSES
+                ],
+            )
+            for project in Projects(session, scope).list()
+        ]
+    return render("caches.html", request, groups=groups, default_ttl=DEFAULT_TTL_HOURS,
+                  max_ttl=CACHE_TTL_HOURS_MAX)  # fmt: skip
+
+
+@router.get("/models", response_class=HTMLResponse)
+def models_page(request: Request, scope: CurrentScope) -> HTMLResponse:
+    """Model repositories with their versions, each version linked to its lineage."""
+    with default_catalog().session() as session:
+        repositories = ModelRepositories(session, scope, default_object_store())
+        groups = [
+            (
+                project.name,
+                [
+                    (
+                        ModelRepositoryView.of(row),
+                        [ModelVersionView.of(version) for version in reversed(row.versions)],
+                    )
+                    for row in repositories.list(project.name)
+                ],
+            )
+            for project in Projects(session, scope).list()
+        ]
+    return render("models.html", request, groups=groups, dag_id_for=dag_id_for)
+
+
+@router.get("/models/{project}/{repository}/{version}", response_class=HTMLResponse)
+def model_version_page(
+    project: Name, repository: Name, version: VersionNumber, request: Request, scope: CurrentScope
+) -> HTMLResponse:
+    """One model version's lineage both ways: what made it (task, run, algorithm, parameters,
+    dataset and model versions) and what used it (tasks, runs, versions trained from it)."""
+    with default_catalog().session() as session:
+        row = ModelVersions(session, scope, default_object_store()).get(
+            project, repository, version
+        )
+        model = ModelVersionView.of(row)
+        users = model_version_users(session, row)
+    return render("model_version.html", request, project=project, model=model, users=users,
+                  dag_id_for=dag_id_for)  # fmt: skip

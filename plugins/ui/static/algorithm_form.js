@@ -1,0 +1,159 @@
+// The algorithm form: create (POST) or change (PATCH) an algorithm, its parameters edited as
+// rows of a table. Values are sent as typed by the declaration's type so that the API judges
+// them (a default "abc" of an int parameter is sent as text and refused with its rule, not
+// dropped); the API's problems are shown at their field or parameter row.
+"use strict";
+
+(function () {
+  const page = document.getElementById("algorithm-page");
+  const root = page.dataset.root;
+  const project = page.dataset.project;
+  const saved = JSON.parse(document.getElementById("saved").textContent);
+  const form = document.getElementById("algorithm-form");
+  const summary = document.getElementById("form-problems");
+  const rows = document.querySelector("#parameters tbody");
+  const template = document.getElementById("parameter-row");
+  const collection = `${root}/api/v1/projects/${encodeURIComponent(project)}/algorithms`;
+
+  // Text as a number when it is one, else as typed (the API says what the rule is).
+  function numberOrText(text) {
+    return text !== "" && Number.isFinite(Number(text)) ? Number(text) : text;
+  }
+
+  function valueOf(text, type, choices) {
+    if (text === "") return undefined;
+    if (type === "int" || type === "float") return numberOrText(text);
+    if (type === "bool") return text === "true" ? true : text === "false" ? false : text;
+    if (type === "enum") return choices.find((choice) => String(choice) === text) ?? text;
+    return text;
+  }
+
+  function shown(value) {
+    return value === null || value === undefined ? "" : String(value);
+  }
+
+  // The error line under row ``index`` (data-error-for="parameters.<index>").
+  function renumber() {
+    [...rows.querySelectorAll("tr.parameter")].forEach((row, index) => {
+      row.nextElementSibling.querySelector(".field-error").dataset.errorFor = `parameters.${index}`;
+    });
+  }
+
+  function showTypeFields(row) {
+    const type = row.querySelector("[name=p-type]").value;
+    const numeric = type === "int" || type === "float";
+    row.querySelector("[name=p-min]").disabled = !numeric;
+    row.querySelector("[name=p-max]").disabled = !numeric;
+    row.querySelector("[name=p-choices]").disabled = type !== "enum";
+    row.querySelector("[name=p-max_length]").disabled = type !== "string";
+    row.querySelector("[name=p-default]").placeholder = type === "bool" ? "true or false" : type === "enum" ? "one of the choices" : "";
+  }
+
+  function addRow(declaration = {}) {
+    const row = template.content.firstElementChild.cloneNode(true);
+    const errors = element("tr", undefined, "row-error");
+    const errorCell = element("td");
+    errorCell.colSpan = row.children.length;
+    errorCell.append(element("p", undefined, "field-error"));
+    errors.append(errorCell);
+    const field = (name) => row.querySelector(`[name=p-${name}]`);
+    field("name").value = shown(declaration.name);
+    field("type").value = declaration.type || "string";
+    field("default").value = shown(declaration.default);
+    field("min").value = shown(declaration.min);
+    field("max").value = shown(declaration.max);
+    field("choices").value = (declaration.choices || []).join(", ");
+    field("max_length").value = shown(declaration.max_length);
+    field("required").checked = Boolean(declaration.required);
+    field("description").value = shown(declaration.description);
+    field("type").addEventListener("change", () => showTypeFields(row));
+    row.querySelector(".remove-parameter").addEventListener("click", () => {
+      errors.remove();
+      row.remove();
+      renumber();
+    });
+    rows.append(row, errors);
+    showTypeFields(row);
+    renumber();
+    return row;
+  }
+
+  function declarationOf(row) {
+    const field = (name) => row.querySelector(`[name=p-${name}]`);
+    const type = field("type").value;
+    const declaration = { name: field("name").value.trim(), type, required: field("required").checked };
+    const description = field("description").value.trim();
+    if (description) declaration.description = description;
+    const choices = type === "enum"
+      ? field("choices").value.split(",").map((choice) => choice.trim()).filter((choice) => choice !== "").map(numberOrText)
+      : [];
+    if (choices.length) declaration.choices = choices;
+    for (const bound of type === "int" || type === "float" ? ["min", "max"] : []) {
+      const text = field(bound).value.trim();
+      if (text !== "") declaration[bound] = numberOrText(text);
+    }
+    const length = field("max_length").value.trim();
+    if (type === "string" && length !== "") declaration.max_length = numberOrText(length);
+    const fallback = field("default").value.trim();
+    const value = valueOf(fallback, type, choices);
+    if (value !== undefined) declaration.default = value;
+    return declaration;
+  }
+
+  function environmentOf(text) {
+    const env = {};
+    for (const line of text.split("\n")) {
+      if (line.trim() === "") continue;
+      const at = line.indexOf("=");
+      // A line without "=" is a name with an empty value; the API judges the name.
+      env[(at < 0 ? line : line.slice(0, at)).trim()] = at < 0 ? "" : line.slice(at + 1);
+    }
+    return env;
+  }
+
+  function documentOfForm() {
+    const value = (name) => form.elements.namedItem(name).value;
+    return {
+      name: value("name").trim(),
+      description: value("description").trim(),
+      algorithm_type: value("algorithm_type"),
+      sample_type: value("sample_type").trim(),
+      image: value("image").trim(),
+      command: value("command").split("\n").map((part) => part.trim()).filter((part) => part !== ""),
+      env: environmentOf(value("env")),
+      parameters: [...rows.querySelectorAll("tr.parameter")].map(declarationOf),
+    };
+  }
+
+  async function save(event) {
+    event.preventDefault();
+    const button = document.getElementById("save");
+    clearProblems(form, summary);
+    button.disabled = true;
+    const answer = await (saved
+      ? sendJson("PATCH", `${collection}/${encodeURIComponent(saved.name)}`, documentOfForm())
+      : sendJson("POST", collection, documentOfForm())
+    ).catch((error) => ({ ok: false, status: 0, body: { detail: error.message } }));
+    button.disabled = false;
+    if (answer.ok) {
+      window.location.assign(`${root}/ui/algorithms`);
+      return;
+    }
+    const first = showProblems(form, summary, answer);
+    const field = first && form.elements.namedItem(first.dataset.errorFor);
+    const target = first?.closest("tr.row-error")?.previousElementSibling
+      || (field instanceof Element ? field.closest("label") : null) || first || summary;
+    target.scrollIntoView({ block: "center" });
+    target.querySelector?.("input, select, textarea")?.focus({ preventScroll: true });
+  }
+
+  if (saved) {
+    for (const name of ["name", "description", "algorithm_type", "sample_type", "image"]) form.elements.namedItem(name).value = saved[name];
+    form.elements.namedItem("command").value = saved.command.join("\n");
+    form.elements.namedItem("env").value = Object.entries(saved.env).map(([name, value]) => `${name}=${value}`).join("\n");
+    for (const declaration of saved.parameters) addRow(declaration);
+  }
+  document.getElementById("add-parameter").addEventListener("click", () => addRow().querySelector("[name=p-name]").focus());
+  form.addEventListener("submit", save);
+  page.dataset.ready = "true";
+})();

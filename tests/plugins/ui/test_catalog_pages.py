@@ -1,0 +1,96 @@
+"""The console's catalog pages (algorithms, datasets, caches, model repositories and a model
+version's lineage) rendered for members from the catalog, escaped, only the user's projects;
+and the REST route of lineage the other way round (the tasks and runs that used a version)."""
+
+from __future__ import annotations
+
+from hooks.catalog import default_catalog
+from octotrain.catalog.models import ModelRepository, ModelVersion, Run, RunState
+from tests.factories import VALID_TASK
+from tests.plugins.api.conftest import Api
+
+USED_BY = "/api/v1/projects/demo/model-repositories/house-price-model/versions/3/used-by"
+
+
+def test_each_section_lists_the_users_projects_only(api: Api) -> None:
+    bob = api.as_user("bob")  # a member of project "other" only
+    for section, own in (("algorithms", "other-algo"), ("datasets", "other-data"),
+                         ("caches", "New cache"), ("models", "other-model")):  # fmt: skip
+        page = api.client.get(f"/ui/{section}", headers=bob)
+        assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+        assert own in page.text and 'data-project="demo"' not in page.text
+        assert f'href="/ui/{section}" aria-current="page"' in page.text  # the section bar
+    assert api.client.get("/ui/models").status_code == 401  # Airflow's login
+
+
+def test_the_algorithm_pages(api: Api) -> None:
+    alice = api.as_user("alice")
+    listed = api.client.get("/ui/algorithms", headers=alice).text
+    assert 'href="/ui/algorithms/demo/image-algo">image-algo</a>' in listed
+    assert 'href="/ui/algorithms/new?project=demo"' in listed
+    edit = api.client.get("/ui/algorithms/demo/image-algo", headers=alice)
+    assert edit.status_code == 200 and '"name": "optimizer"' in edit.text  # the saved document
+    assert '<input name="name" required autocomplete="off" readonly>' in edit.text
+    new = api.client.get("/ui/algorithms/new", params={"project": "demo"}, headers=alice)
+    assert new.status_code == 200 and '<script type="application/json" id="saved">null' in new.text
+    assert api.client.get("/ui/algorithms/demo/nope", headers=alice).status_code == 404
+    refused = api.client.get("/ui/algorithms/new", params={"project": "demo"},
+                             headers=api.as_user("bob"))  # fmt: skip
+    assert refused.status_code == 404
+
+
+def test_datasets_show_versions_with_publish_for_imported_ones(api: Api) -> None:
+    page = api.client.get("/ui/datasets", headers=api.as_user("alice")).text
+    imported = page[page.index('data-dataset="imported"') :].split("</article>")[0]
+    assert "imported awaiting release" in imported and 'data-dialog="publish-dialog"' in imported
+    published = page[page.index('data-dataset="many"') :].split("</article>")[0]
+    assert 'data-dialog="publish-dialog"' not in published and published.count("published") >= 9
+    assert 'data-dialog="upload-dialog" data-project="demo" data-dataset="many"' in page
+
+
+def test_caches_offer_usable_versions_and_show_states(api: Api) -> None:
+    page = api.client.get("/ui/caches", headers=api.as_user("alice")).text
+    assert 'class="badge status-failed">failed</span>' in page  # cache "broken"
+    assert 'data-project="demo" value="[&#34;imported&#34;, &#34;v1&#34;]"' in page
+    assert "&#34;pending&#34;" not in page  # importing and failed versions cannot be cached
+
+
+def test_a_model_versions_lineage_both_ways(api: Api) -> None:
+    alice = api.as_user("alice")
+    task = api.client.post(
+        "/api/v1/tasks",
+        json=VALID_TASK | {"name": "uses-v3-<b>", "training_kind": "incremental",
+                           "input_models": [{"repository": "house-price-model", "version": 3}]},
+        headers=alice,
+    )  # fmt: skip
+    assert task.status_code == 422  # the name's rule: a task is made with a valid name below
+    task = api.client.post(
+        "/api/v1/tasks",
+        json=VALID_TASK | {"name": "uses-v3", "training_kind": "incremental",
+                           "input_models": [{"repository": "house-price-model", "version": 3}]},
+        headers=alice,
+    ).json()  # fmt: skip
+    with default_catalog().session() as session:
+        v3 = session.query(ModelVersion).join(ModelRepository).filter(
+            ModelRepository.name == "house-price-model", ModelVersion.version == 3
+        ).one()  # fmt: skip
+        plan = {"lineage": {"input_models": [{"repository": "house-price-model", "version": 3,
+                                              "model_version_id": v3.id}]}}  # fmt: skip
+        session.add(Run(task_id=task["id"], airflow_run_id="manual__<i>x</i>",
+                        state=RunState.FAILED, node_count=1, plan=plan))  # fmt: skip
+        session.add(Run(task_id=task["id"], airflow_run_id="manual__other",
+                        state=RunState.SUCCESS, node_count=1, plan={}))  # fmt: skip
+    used = api.client.get(USED_BY, headers=alice).json()
+    assert [item["name"] for item in used["tasks"]] == ["uses-v3"]
+    assert [run["airflow_run_id"] for run in used["runs"]] == ["manual__<i>x</i>"]
+    assert used["runs"][0]["model_version"] is None
+    assert api.client.get(USED_BY, headers=api.as_user("bob")).status_code == 404
+
+    page = api.client.get("/ui/models/demo/house-price-model/3", headers=alice)
+    assert page.status_code == 200
+    assert f'<a href="/ui/tasks/{task["id"]}">uses-v3</a>' in page.text
+    assert "manual__&lt;i&gt;x&lt;/i&gt;</a>" in page.text and "<i>x" not in page.text
+    assert "<dt>Imported</dt><dd>by " in page.text  # made from: an import, not a run
+    listed = api.client.get("/ui/models", headers=alice).text
+    assert 'href="/ui/models/demo/house-price-model/10">v10</a>' in listed
+    assert api.client.get("/ui/models/demo/house-price-model/99", headers=alice).status_code == 404
