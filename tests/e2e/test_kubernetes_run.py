@@ -56,6 +56,8 @@ startup_check_interval_seconds = 1
 object_store_secret = ""
 node_cache_host_path = "{cache}"
 launch_retries = 2
+# The store is wherever the test puts it (on a real cluster, MinIO on kind's network).
+[[egress]]
 """
 # A real cluster (opt-in, ``-m k8s_real``): what it needs is in the README.
 REAL_CLUSTER_ENV = ("KUBECONFIG", "OCTOTRAIN_E2E_IMAGE", "OCTOTRAIN_E2E_STORE_URL")
