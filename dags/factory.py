@@ -46,6 +46,7 @@ from operators.collect_logs import CollectLogsOperator
 from operators.launch_local import LaunchLocalNodeOperator
 from operators.stage_data import StageDataOperator
 from operators.validate import ValidateTaskOperator
+from plugins.octotrain_plugin import CONSOLE_ROUTE, URL_PREFIX
 
 # Task priority [-50, 50] becomes an absolute Airflow priority weight in [1, 101].
 PRIORITY_WEIGHT_OFFSET = 51
@@ -77,6 +78,18 @@ def airflow_dag_defaults() -> dict[str, Any]:
         ),
         "disable_bundle_versioning": conf.getboolean("dag_processor", "disable_bundle_versioning"),
     }
+
+
+def task_doc_md(task: TrainingTask, project_name: str) -> str:
+    """The DAG's docs, linking back to the task's page in the console. Airflow renders them as
+    markdown in its UI, whose pages carry ``<base href>`` of Airflow's root (its base URL's
+    path), so a link relative to it reaches the console behind any base URL, from the DAG's
+    page or any page below it."""
+    console_page = f"plugin/{CONSOLE_ROUTE}{URL_PREFIX}/ui/tasks/{task.id}"
+    return (
+        f"Training task **{task.name}** (ID {task.id}) of project {project_name}: its settings, "
+        f"runs and their metrics are on [its page in the Octotrain console]({console_page})."
+    )
 
 
 def build_task_dag(
@@ -114,7 +127,7 @@ def build_task_dag(
             "priority_weight": PRIORITY_WEIGHT_OFFSET + spec.priority,
             "weight_rule": WeightRule.ABSOLUTE,
         },
-        doc_md=f"Training task **{task.name}** (ID {task.id}) of project {project_name}.",
+        doc_md=task_doc_md(task, project_name),
     ) as dag:
         validate = ValidateTaskOperator(task_id="validate")
         # Tried again when its worker dies (the only stage that is: archiving is idempotent),

@@ -4,8 +4,9 @@ and the REST route of lineage the other way round (the tasks and runs that used 
 
 from __future__ import annotations
 
+from dags.factory import task_doc_md
 from hooks.catalog import default_catalog
-from octotrain.catalog.models import ModelRepository, ModelVersion, Run, RunState
+from octotrain.catalog.models import ModelRepository, ModelVersion, Run, RunState, TrainingTask
 from tests.factories import VALID_TASK
 from tests.plugins.api.conftest import Api
 
@@ -94,3 +95,11 @@ def test_a_model_versions_lineage_both_ways(api: Api) -> None:
     listed = api.client.get("/ui/models", headers=alice).text
     assert 'href="/ui/models/demo/house-price-model/10">v10</a>' in listed
     assert api.client.get("/ui/models/demo/house-price-model/99", headers=alice).status_code == 404
+
+
+def test_a_dags_docs_link_to_its_tasks_page_relative_to_airflows_root() -> None:
+    """Airflow's pages carry <base href> of its root: the link works behind any base URL."""
+    task = TrainingTask(id=7, name="house-prices")
+    assert task_doc_md(task, "demo").endswith(
+        "[its page in the Octotrain console](plugin/octotrain-tasks/octotrain/ui/tasks/7)."
+    )
