@@ -4,7 +4,9 @@ outside Airflow (``octotrain task run``, ``octotrain up``), as any client of Air
 from __future__ import annotations
 
 import json
+import random
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,15 +18,31 @@ from octotrain.settings import Settings
 
 TERMINAL_RUN_STATES = frozenset({"success", "failed"})
 EMBEDDED_PASSWORDS = Path("airflow") / "simple_auth_manager_passwords.json"
+# The run id of a run started on a request (here, or by the plugin's request id): Airflow keeps
+# run ids unique per DAG, so a repeated request cannot start a second run.
+REQUEST_RUN_PREFIX = "request__"
+
+# Airflow's 500 when a statement failed in its metadata DB (its session is then rolled back).
+# On the embedded default's SQLite it is what a write request gets when its action log met
+# another request's write lock on the api-server's event loop, which does not wait for it
+# (cli.airflow_sqlite), before the request did anything: a repeat a moment later goes through.
+# Requests that are safe to repeat even had it been committed are repeated, with waits doubling
+# from the first (jittered, so that clients that collided do not collide again), for at most
+# a minute.
+DATABASE_ERROR = "Database error"
+DATABASE_ERROR_FIRST_WAIT_SECONDS = 0.2
+DATABASE_ERROR_MAX_WAIT_SECONDS = 2.0
+DATABASE_ERROR_REPEAT_SECONDS = 60.0
 
 
 class AirflowApiError(RuntimeError):
-    """Airflow answered with an error (``status``), or could not be reached (``status`` 0);
-    the message says which."""
+    """Airflow answered with an error (``status``, and Airflow's ``reason`` where it gives
+    one), or could not be reached (``status`` 0); the message says which."""
 
-    def __init__(self, message: str, *, status: int = 0) -> None:
+    def __init__(self, message: str, *, status: int = 0, reason: str | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.reason = reason
 
 
 def embedded_password(settings: Settings) -> str | None:
@@ -71,8 +89,25 @@ class AirflowRestClient:
             raise AirflowApiError(
                 f"Airflow answered {response.status_code} to {method} {path}: {detail}",
                 status=response.status_code,
+                reason=detail.get("reason") if isinstance(detail, dict) else None,
             )
         return response
+
+    def _repeatable_call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """``_call`` for a request that is safe to repeat, repeated while Airflow answers that
+        its metadata DB failed it (``DATABASE_ERROR``)."""
+        deadline = time.monotonic() + DATABASE_ERROR_REPEAT_SECONDS
+        wait = DATABASE_ERROR_FIRST_WAIT_SECONDS
+        while True:
+            try:
+                return self._call(method, path, **kwargs)
+            except AirflowApiError as error:
+                if error.status != 500 or error.reason != DATABASE_ERROR:
+                    raise
+                if time.monotonic() + wait > deadline:
+                    raise
+            time.sleep(random.uniform(wait / 2, wait))
+            wait = min(2 * wait, DATABASE_ERROR_MAX_WAIT_SECONDS)
 
     def healthy(self) -> bool:
         try:
@@ -96,17 +131,25 @@ class AirflowRestClient:
         return True
 
     def unpause(self, dag_id: str) -> None:
-        self._call("PATCH", f"/api/v2/dags/{dag_id}", json={"is_paused": False})
+        self._repeatable_call("PATCH", f"/api/v2/dags/{dag_id}", json={"is_paused": False})
 
     def trigger(self, dag_id: str, conf: dict[str, Any] | None = None) -> str:
         """Start a run now (``logical_date: null``: runs of a DAG without schedule need no
-        date); returns its run id."""
-        response = self._call(
-            "POST",
-            f"/api/v2/dags/{dag_id}/dagRuns",
-            json={"logical_date": None, "conf": conf or {}},
-        )
-        return str(response.json()["dag_run_id"])
+        date); returns its run id.
+
+        The run id is a new request id's, chosen here, which makes the trigger safe to repeat:
+        a repeat after a try that did create the run is refused as a duplicate (409), and that
+        run, with this id that no one else has, is the one this trigger started."""
+        run_id = REQUEST_RUN_PREFIX + uuid.uuid4().hex
+        path = f"/api/v2/dags/{dag_id}/dagRuns"
+        body = {"dag_run_id": run_id, "logical_date": None, "conf": conf or {}}
+        try:
+            self._repeatable_call("POST", path, json=body)
+        except AirflowApiError as error:
+            if error.status != 409:
+                raise
+            self._call("GET", f"{path}/{run_id}")  # it is there: an earlier try created it
+        return run_id
 
     def announce_asset(self, uri: str, extra: dict[str, Any]) -> bool:
         """Emit an event of the Asset ``uri``; False when Airflow has no such Asset (no DAG

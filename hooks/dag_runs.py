@@ -33,13 +33,13 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from hooks.airflow_rest import REQUEST_RUN_PREFIX
 from octotrain.abort_flags import appended_note
 from octotrain.catalog.access import Forbidden
 from octotrain.errors import Conflict, FieldProblem, InvalidTrigger, NotFound
 
 log = logging.getLogger(__name__)
 REQUEST_ID_PATTERN = r"^[A-Za-z0-9_.~:+-]{1,100}$"
-REQUEST_RUN_PREFIX = "request__"
 
 
 @dataclass(frozen=True)
