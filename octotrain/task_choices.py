@@ -6,7 +6,8 @@ applied again on save, only catch what changed in between or a wrong combination
 - algorithms, with their parameter list and variables (the form pre-fills and lets one edit);
 - model repositories, and their complete versions (incremental training's inputs);
 - dataset versions of annotated datasets that are published or imported awaiting release
-  (the form shows those of the chosen algorithm's sample type), and cached or expired caches.
+  (the form shows those of the chosen algorithm's sample type), and cached or expired caches,
+  each with its status.
 """
 
 from __future__ import annotations
@@ -101,12 +102,19 @@ def task_form_choices(session: Session, project: Project) -> dict[str, Any]:
                 "published": any(
                     str(version.status) == "published" for version in dataset.versions
                 ),
+                # each offered version's status (published, or imported awaiting release),
+                # shown beside it in the form
+                "version_statuses": {
+                    version.version: str(version.status)
+                    for version in dataset.versions
+                    if version.status in USABLE_VERSION_STATUSES
+                },
             }
             for dataset in datasets
         ],
         "caches": [
-            {"name": cache.name}
+            {"name": cache.name, "status": str(status)}
             for cache in rows(DataCache)
-            if cache.current_status() in USABLE_CACHE_STATUSES
+            if (status := cache.current_status()) in USABLE_CACHE_STATUSES
         ],
     }

@@ -270,6 +270,9 @@ class RunView(View):
     model_version: int | None
     # The run (catalog id) whose checkpoint this one resumes from, if any.
     resumed_from: int | None
+    # The algorithm's parameters the run was launched with (defaults and its conf applied,
+    # secrets masked); empty until ``validate`` has planned it.
+    parameters: dict[str, Any]
 
     @classmethod
     def of(cls, row: Run) -> RunView:
@@ -285,6 +288,7 @@ class RunView(View):
             ended_at=as_utc(row.ended_at) if row.ended_at else None,
             model_version=row.model_version.version if row.model_version else None,
             resumed_from=row.resumed_from_id,
+            parameters=dict((row.plan or {}).get("parameters", {})),
         )
 
 

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Depends, FastAPI
 
 from plugins.api import catalog_routes, lineage_routes, log_routes, metrics_routes, task_routes
 from plugins.api.errors import ERROR_RESPONSES, install_error_handlers
-from plugins.ui import catalog_pages, pages
+from plugins.ui import catalog_pages, pages, run_pages
 
 API_PREFIX = "/api/v1"
 
@@ -37,5 +37,6 @@ def create_app() -> FastAPI:
     app.include_router(api)
     app.include_router(pages.router, dependencies=[Depends(get_user)])
     app.include_router(catalog_pages.router, dependencies=[Depends(get_user)])
+    app.include_router(run_pages.router, dependencies=[Depends(get_user)])
     install_error_handlers(app)
     return app

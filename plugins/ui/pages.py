@@ -40,6 +40,7 @@ from octotrain.task_spec import MAX_VERSION_NUMBER
 from octotrain.tasks import Tasks
 from plugins.api.auth import CurrentScope
 from plugins.octotrain_plugin import CONSOLE_ROUTE, URL_PREFIX
+from plugins.ui.task_shown import shown_task_document
 
 HERE = Path(__file__).parent
 STATIC = HERE / "static"
@@ -51,6 +52,7 @@ STATIC_FILES = {
     "smoothing.js": (STATIC / "smoothing.js", "text/javascript"),
     "task_form.js": (STATIC / "task_form.js", "text/javascript"),
     "task_detail.js": (STATIC / "task_detail.js", "text/javascript"),
+    "run.js": (STATIC / "run.js", "text/javascript"),
     "catalog.js": (STATIC / "catalog.js", "text/javascript"),
     "algorithm_form.js": (STATIC / "algorithm_form.js", "text/javascript"),
     "pages.css": (STATIC / "pages.css", "text/css"),
@@ -215,7 +217,8 @@ def task_page(task_id: TaskId, request: Request, scope: CurrentScope) -> HTMLRes
     algorithm = next(
         (item for item in choices["algorithms"] if item["name"] == view.algorithm), None
     )
-    return _render("task_detail.html", request, task=view, runs=runs, algorithm=algorithm)
+    return _render("task_detail.html", request, task=view, runs=runs,
+                   shown=shown_task_document(view.document, algorithm))  # fmt: skip
 
 
 @router.get("/static/{name}")

@@ -1,8 +1,9 @@
-// A task's page: its runs (refreshed while one is active), run now with settings for this
-// run (only the changed ones are sent as the run's conf; one request id per click, so that a
-// retry never starts a second run), stop, and copy and delete through dialogs of the page
-// (Airflow's iframe sandbox blocks the browser's prompt and confirm). Text is only ever set as
-// text.
+// A task's page: its runs (refreshed while one is active; each named by when and how it
+// started, with the parameters it ran with and why it failed or who stopped it, linked to its
+// own page), run now with settings for this run (every parameter type, the environment; only
+// the changed ones are sent as the run's conf; one request id per click, so that a retry never
+// starts a second run), stop, and copy and delete through dialogs of the page (Airflow's iframe
+// sandbox blocks the browser's prompt and confirm). Text is only ever set as text.
 "use strict";
 
 (function () {
@@ -14,7 +15,11 @@
   const ACTIVE = new Set(["queued", "running"]);
   const NOT_PARSED_RETRY_MS = 2000;
   const NOT_PARSED_TRIES = 45;
+  const MASK = "***";
   let refreshing = null;
+  // The run a Stop was asked for (its id and what the stop answered): its banner says
+  // "stopping" while it ends, then what it ended as.
+  let stopping = null;
 
   async function send(method, url, body) {
     const answer = await fetch(url, {
@@ -40,29 +45,49 @@
     return seconds < 120 ? `${seconds} s` : `${Math.round(seconds / 60)} min`;
   }
 
+  // A run as a person names it: when and how it started ("2026-05-04 10:00:00, manual by ann").
+  function runLabel(run) {
+    const how = run.triggered_by ? `${run.trigger} by ${run.triggered_by}` : run.trigger;
+    return `${formatDateTime(run.started_at)}, ${how}`;
+  }
+
+  function parametersOf(run) {
+    const shown = Object.entries(run.parameters || {});
+    if (!shown.length) return element("span", ACTIVE.has(run.state) ? "being planned" : "—", "muted");
+    const list = element("span", undefined, "run-parameters");
+    list.append(...shown.map(([name, value]) => element("code", `${name}=${JSON.stringify(value)}`)));
+    return list;
+  }
+
   function runRow(run) {
     const row = element("tr");
     row.dataset.run = run.id;
+    row.dataset.airflowRun = run.airflow_run_id;
     const tab = `${page.dataset.airflow}/dags/${page.dataset.dag}/runs/${encodeURIComponent(run.airflow_run_id)}/plugin/octotrain-`;
-    const views = element("td");
-    for (const [name, label] of [["logs", "Logs"], ["metrics", "Metrics"], ["resources", "Resources"]]) {
+    const views = element("td", undefined, "views");
+    for (const [name, label] of [["metrics", "Metrics"], ["resources", "Resources"], ["logs", "Logs"]]) {
       const link = element("a", label);
       link.href = tab + name;
       link.target = "_top";
       views.append(link, " ");
     }
+    const named = element("td", undefined, "run-label");
+    const link = element("a", runLabel(run), "run-link");
+    link.href = `${root}/ui/tasks/${page.dataset.task}/runs/${run.id}`;
+    link.title = `Airflow run ${run.airflow_run_id}`;
+    named.append(link);
     const state = element("td");
     state.append(element("span", run.state, `state state-${run.state}`));
+    if (run.message && !ACTIVE.has(run.state)) state.append(element("div", run.message, "run-reason"));
     const actions = element("td");
     if (ACTIVE.has(run.state)) {
       const stop = element("button", "Stop", "stop");
       stop.type = "button";
+      stop.disabled = stopping !== null && stopping.id === run.id;
       stop.addEventListener("click", () => stopRun(run, stop));
       actions.append(stop);
     }
-    row.append(element("td", run.airflow_run_id), state,
-               cell(timeElement(run.started_at)),
-               element("td", duration(run)), element("td", run.trigger), element("td", run.triggered_by || "—"),
+    row.append(named, state, element("td", duration(run)), cell(parametersOf(run)),
                element("td", run.model_version === null ? "—" : `v${run.model_version}`), views, actions);
     return row;
   }
@@ -77,6 +102,7 @@
     }
     document.querySelector("#runs tbody").replaceChildren(...runs.map(runRow));
     document.getElementById("no-runs").hidden = runs.length > 0;
+    showStopOutcome(runs);
     const active = runs.some((run) => ACTIVE.has(run.state));
     if (active && refreshing === null) refreshing = setInterval(showRuns, 3000);
     if (!active && refreshing !== null) {
@@ -88,40 +114,95 @@
   async function stopRun(run, button) {
     button.disabled = true;
     const answer = await send("POST", `${api}/runs/${run.id}/stop`);
-    if (answer.ok) message(`Stopping run ${run.airflow_run_id}: ${answer.body.stopping_because}`);
-    else message(answer.body.detail || `stop failed (${answer.status})`, true);
+    if (answer.ok) {
+      stopping = { id: run.id, because: answer.body.stopping_because };
+      message(`Stopping the run of ${runLabel(run)}: ${answer.body.stopping_because}…`);
+    } else {
+      message(answer.body.detail || `stop failed (${answer.status})`, true);
+    }
     showRuns();
   }
 
-  function settingInput(name, label, value, kind) {
-    const input = document.createElement("input");
+  // Once the run a Stop was asked for has ended, the banner says so (not "stopping" for ever).
+  function showStopOutcome(runs) {
+    if (stopping === null) return;
+    const run = runs.find((item) => item.id === stopping.id);
+    if (!run || ACTIVE.has(run.state)) return;
+    const why = run.message || stopping.because;
+    message(run.state === "stopped" ? `The run of ${runLabel(run)} stopped: ${why}.`
+      : `The run of ${runLabel(run)} ended ${run.state} before the stop took hold: ${why}.`);
+    stopping = null;
+  }
+
+  // One field of Run now; ``saved`` is what the run gets when the field is left as it is.
+  function settingInput(name, label, saved, kind, choices) {
+    let input;
+    if (kind === "enum") {
+      input = document.createElement("select");
+      for (const choice of choices) {
+        const option = element("option", String(choice));
+        option.value = JSON.stringify(choice);
+        input.append(option);
+      }
+      input.value = JSON.stringify(saved);
+    } else if (kind === "bool") {
+      input = document.createElement("input");
+      input.type = "checkbox";
+      input.checked = saved === true;
+    } else if (saved === MASK) { // a secret: never shown, sent only when a new one is typed
+      input = document.createElement("input");
+      input.type = "password";
+      input.placeholder = "*** (saved)";
+      input.autocomplete = "off";
+    } else {
+      input = document.createElement("input");
+      input.type = kind === "int" || kind === "float" ? "number" : "text";
+      if (kind === "float") input.step = "any";
+      input.value = saved === undefined || saved === null ? "" : String(saved);
+    }
     input.name = name;
-    input.type = kind === "string" ? "text" : "number";
-    if (kind === "float") input.step = "any";
-    input.value = value === undefined || value === null ? "" : String(value);
-    input.dataset.saved = input.value;
     input.dataset.kind = kind;
-    const shown = element("label", `${label} `);
-    shown.append(input);
+    input.dataset.saved = kind === "bool" ? String(saved === true) : input.value;
+    const shown = element("label", `${label} `, kind === "bool" ? "check" : undefined);
+    if (kind === "bool") shown.prepend(input);
+    else shown.append(input);
     return shown;
   }
 
   function showRunSettings() {
     const settings = document.getElementById("run-settings");
     settings.append(settingInput("node_count", "Nodes", saved.node_count || 1, "int"),
-                    settingInput("priority", "Priority", saved.priority || 0, "int"));
+                    settingInput("priority", "Priority (higher runs first)", saved.priority || 0, "int"));
     for (const declaration of (algorithm && algorithm.parameters) || []) {
-      if (!["int", "float", "string"].includes(declaration.type)) continue;
       const value = (saved.parameters || {})[declaration.name] ?? declaration.default;
-      settings.append(settingInput(declaration.name, declaration.name, value, declaration.type));
+      settings.append(settingInput(declaration.name, declaration.name, value, declaration.type,
+                                   declaration.choices));
     }
+    const variables = { ...((algorithm && algorithm.env) || {}), ...(saved.env || {}) };
+    const env = document.getElementById("run-env");
+    if (Object.keys(variables).length) env.append(element("h3", "Environment variables"));
+    for (const [name, value] of Object.entries(variables)) {
+      env.append(settingInput(`env.${name}`, name, value, "string"));
+    }
+  }
+
+  function valueOf(input) {
+    if (input.dataset.kind === "bool") return input.checked;
+    if (input.dataset.kind === "enum") return JSON.parse(input.value);
+    if (input.dataset.kind === "int" || input.dataset.kind === "float") return Number(input.value);
+    return input.value;
   }
 
   function changedSettings() {
     const conf = {};
-    for (const input of document.querySelectorAll("#run-settings input")) {
-      if (input.value === input.dataset.saved || input.value.trim() === "") continue;
-      conf[input.name] = input.dataset.kind === "string" ? input.value : Number(input.value);
+    for (const input of document.querySelectorAll("#run-settings [name], #run-env [name]")) {
+      const current = input.dataset.kind === "bool" ? String(input.checked) : input.value;
+      if (current === input.dataset.saved || (input.dataset.kind !== "bool" && current.trim() === "")) continue;
+      if (input.name.startsWith("env.")) {
+        conf.env = { ...(conf.env || {}), [input.name.slice("env.".length)]: input.value };
+      } else {
+        conf[input.name] = valueOf(input);
+      }
     }
     return conf;
   }
@@ -138,7 +219,7 @@
       for (let attempt = 0; attempt < NOT_PARSED_TRIES; attempt += 1) {
         const answer = await send("POST", `${api}/runs`, request);
         if (answer.ok) {
-          status.textContent = `Started ${answer.body.dag_run_id}`;
+          status.textContent = `Started the run of ${runLabel(answer.body.run)}`;
           await showRuns();
           return;
         }
@@ -149,7 +230,7 @@
         }
         problems.replaceChildren(element("strong", answer.body.detail || `${answer.status}`));
         const list = element("ul");
-        for (const problem of answer.body.problems || []) list.append(element("li", `${problem.field}: ${problem.rule}`));
+        for (const problem of answer.body.problems || []) list.append(element("li", `${problem.field.replace(/^conf\./, "")}: ${problem.rule}`));
         problems.append(list);
         problems.hidden = false;
         status.textContent = "";

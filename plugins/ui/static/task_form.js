@@ -1,6 +1,9 @@
 // The "New training task" / "Edit" form: choices from the catalog (embedded by the page), the
-// algorithm's parameters and variables pre-filled, and the API's problems shown next to their
-// fields. Text is only ever set as text.
+// algorithm's parameters and variables pre-filled with their ranges and choices as hints, data
+// inputs as a filterable list of checkboxes with each one's status, the name and description
+// checked as typed (nothing is cut: a value over its limit is refused with its rule), and the
+// API's problems each shown once, next to its field, under a summary that is scrolled into
+// view and focused. Text is only ever set as text.
 "use strict";
 
 (function () {
@@ -20,12 +23,54 @@
       return option;
     }));
   }
-  const picked = (select) => [...select.selectedOptions].map((option) => option.value);
+  const checklist = (name) => form.querySelector(`[data-list-for="${name}"]`);
+  // A list of checkboxes named ``name``: options are [value, label, status] (status: a badge).
+  function fillChecklist(name, options, chosen) {
+    const list = checklist(name);
+    if (!options.length) {
+      list.replaceChildren(element("p", "nothing to choose from in this project", "muted"));
+      return;
+    }
+    list.replaceChildren(...options.map(([value, label, status]) => {
+      const box = document.createElement("input");
+      box.type = "checkbox";
+      box.name = name;
+      box.value = value;
+      box.checked = chosen.includes(value);
+      const shown = element("label", undefined, "check");
+      shown.dataset.search = label.toLowerCase();
+      shown.append(box, ` ${label} `);
+      if (status) shown.append(element("span", status, `badge badge-${status.replace(/\W+/g, "-")}`));
+      return shown;
+    }));
+    countPicked(name);
+  }
+  const picked = (name) => [...form.querySelectorAll(`input[type=checkbox][name="${name}"]:checked`)]
+    .map((box) => box.value);
+  function countPicked(name) {
+    const count = form.querySelector(`[data-picked-for="${name}"]`);
+    if (count) count.textContent = String(picked(name).length);
+  }
   const algorithm = () => choices.algorithms.find((item) => item.name === field("algorithm").value);
   const spec = () => choices.resource_specs.find((item) => item.name === field("resource_spec").value);
 
+  // What a parameter accepts, in words, before the user saves.
+  function parameterHint(declaration) {
+    const parts = [declaration.type];
+    const has = (bound) => bound !== undefined && bound !== null;
+    if (has(declaration.min) && has(declaration.max)) parts.push(`${declaration.min} to ${declaration.max}`);
+    else if (has(declaration.min)) parts.push(`at least ${declaration.min}`);
+    else if (has(declaration.max)) parts.push(`at most ${declaration.max}`);
+    if (declaration.type === "enum") parts.push(`one of ${declaration.choices.map(String).join(", ")}`);
+    if (declaration.max_length) parts.push(`at most ${declaration.max_length} characters`);
+    if (declaration.required) parts.push("required");
+    if (has(declaration.default)) parts.push(`default ${JSON.stringify(declaration.default)}`);
+    return parts.join("; ") + (declaration.description ? `. ${declaration.description}` : "");
+  }
+
   function parameterInput(declaration, value) {
     const name = `parameters.${declaration.name}`;
+    const id = `parameter-${declaration.name}`;
     let input;
     if (declaration.type === "enum") {
       input = document.createElement("select");
@@ -44,11 +89,22 @@
       input.value = value === undefined || value === null ? "" : String(value);
     }
     input.name = name;
+    input.id = id;
     input.dataset.kind = declaration.type;
-    const label = element("label", `${declaration.name} (${declaration.type}) `);
-    label.append(input);
-    if (declaration.description) label.append(element("span", ` ${declaration.description}`, "muted"));
-    return [label, errorFor(name)];
+    const hint = element("p", parameterHint(declaration), "hint");
+    hint.id = `${id}-hint`;
+    input.setAttribute("aria-describedby", hint.id);
+    const label = element("label", declaration.type === "bool" ? ` ${declaration.name}` : declaration.name,
+                          declaration.type === "bool" ? "check" : undefined);
+    label.htmlFor = id;
+    const field = element("div", undefined, "parameter");
+    if (declaration.type === "bool") {
+      label.prepend(input);
+      field.append(label, hint, errorFor(name));
+    } else {
+      field.append(label, input, hint, errorFor(name));
+    }
+    return [field];
   }
   const errorFor = (name) => {
     const shown = element("p", "", "field-error");
@@ -73,24 +129,68 @@
     for (const [name, value] of Object.entries(chosen.env)) {
       const input = document.createElement("input");
       input.name = `env.${name}`;
+      input.id = `env-${name}`;
       input.value = name in env ? env[name] : value;
-      const label = element("label", `${name} `);
-      label.append(input);
-      variables.append(label, errorFor(`env.${name}`));
+      input.autocomplete = "off";
+      const label = element("label", name);
+      label.htmlFor = input.id;
+      const shown = element("div", undefined, "parameter");
+      shown.append(label, input, errorFor(`env.${name}`));
+      variables.append(shown);
     }
-    showData(picked(field("data_inputs")), picked(field("mounts")), picked(field("retrain_on")));
+    showData(picked("data_inputs"), picked("mounts"), picked("retrain_on"));
   }
 
   function showData(inputs, mounts, retrainOn) {
     const chosen = algorithm();
     const fitting = choices.datasets.filter((item) => !chosen || item.sample_type === chosen.sample_type);
-    const versions = fitting.flatMap((item) =>
-      item.versions.map((version) => [`dataset:${item.name}:${version}`, `${item.name} ${version}`]));
-    const caches = choices.caches.map((item) => [`cache:${item.name}`, `cache ${item.name}`]);
-    fill(field("data_inputs"), [...versions, ...caches], inputs);
-    fill(field("mounts"), versions, mounts);
-    fill(field("retrain_on"), fitting.filter((item) => item.published).map((item) => [item.name, item.name]),
-         retrainOn);
+    const versions = fitting.flatMap((item) => item.versions.map((version) =>
+      [`dataset:${item.name}:${version}`, `${item.name} ${version}`, (item.version_statuses || {})[version]]));
+    const caches = choices.caches.map((item) => [`cache:${item.name}`, `cache ${item.name}`, item.status]);
+    fillChecklist("data_inputs", [...versions, ...caches], inputs);
+    fillChecklist("mounts", versions, mounts);
+    fillChecklist("retrain_on", fitting.filter((item) => item.published).map((item) => [item.name, item.name]),
+                  retrainOn);
+    filterChecklist("data_inputs");
+  }
+
+  function filterChecklist(name) {
+    const filter = form.querySelector(`[data-filter-for="${name}"]`);
+    const wanted = filter.value.trim().toLowerCase();
+    for (const shown of checklist(name).querySelectorAll("label")) {
+      shown.hidden = wanted !== "" && !shown.dataset.search.includes(wanted) && !shown.querySelector(":checked");
+    }
+  }
+
+  // The name and description as typed: their length against the limit, and a rule broken
+  // shown at once (the API judges again on save, with the same rules).
+  const NAME = /^[A-Za-z0-9_\-\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]*$/;
+  const NAME_RULE = "must be 1-64 characters of Chinese or English letters, digits, '_' and '-'";
+  const DESCRIPTION_FORBIDDEN = "@^\\#$%&*<>'|\"/";
+  function checkAsTyped(name) {
+    const value = field(name).value;
+    const count = form.querySelector(`[data-count-for="${name}"]`);
+    const max = Number(count.dataset.max);
+    const length = [...value].length;
+    count.textContent = `${length}/${max}`;
+    count.classList.toggle("over", length > max);
+    let rule = "";
+    if (length > max) rule = `is ${length} characters, ${length - max} over the limit of ${max}`;
+    else if (name === "name" && !NAME.test(value)) rule = NAME_RULE;
+    else if (name === "description") {
+      const bad = [...new Set([...value].filter((character) => DESCRIPTION_FORBIDDEN.includes(character)))];
+      if (bad.length) rule = `must not contain ${bad.join(" ")}`;
+    }
+    form.querySelector(`[data-error-for="${name}"]`).textContent = rule;
+    field(name).setAttribute("aria-invalid", rule ? "true" : "false");
+  }
+
+  function showNodeHint() {
+    const chosen = spec();
+    const most = chosen ? Math.min(chosen.max_nodes, choices.max_nodes) : choices.max_nodes;
+    document.getElementById("node-count-hint").textContent =
+      `1 to ${most}${chosen ? ` on ${chosen.name}` : ""}: the nodes train together, one process each.`;
+    field("node_count").max = most;
   }
 
   function showKind() {
@@ -98,6 +198,7 @@
     document.getElementById("input-models-field").hidden = !incremental;
     const modelArts = spec() && spec().kind === "modelarts";
     document.getElementById("mounts-field").hidden = !modelArts;
+    showNodeHint();
   }
 
   const asRef = (value) => {
@@ -123,14 +224,14 @@
       run_as_uid: numberOrText(field("run_as_uid")),
       training_kind: form.querySelector("input[name=training_kind]:checked").value,
       model_repository: field("model_repository").value,
-      data_inputs: picked(field("data_inputs")).map(asRef),
-      mounts: spec() && spec().kind === "modelarts" ? picked(field("mounts")).map(asRef) : [],
-      retrain_on: picked(field("retrain_on")),
+      data_inputs: picked("data_inputs").map(asRef),
+      mounts: spec() && spec().kind === "modelarts" ? picked("mounts").map(asRef) : [],
+      retrain_on: picked("retrain_on"),
       parameters: {},
       env: {},
     };
     if (document_.training_kind === "incremental") {
-      document_.input_models = picked(field("input_models")).map((value) => {
+      document_.input_models = picked("input_models").map((value) => {
         const cut = value.lastIndexOf(":");
         return { repository: value.slice(0, cut), version: Number(value.slice(cut + 1)) };
       });
@@ -155,22 +256,70 @@
     return document_;
   }
 
+  // A field of the API's answer in words: "Nodes", "Parameter epochs", "Data inputs, item 2".
+  const LABELS = {
+    project: "Project", name: "Name", description: "Description", resource_spec: "Resource spec",
+    node_count: "Nodes", priority: "Priority", algorithm: "Algorithm", run_as_uid: "Run as user id",
+    training_kind: "Training kind", input_models: "Input model versions",
+    model_repository: "Output model repository", data_inputs: "Data inputs", mounts: "Resource mounts",
+    schedule: "Cron schedule", retrain_on: "Retrain on", parameters: "Parameters", env: "Environment variables",
+  };
+  function labelOf(key) {
+    const [head, ...rest] = key.split(".");
+    if (head === "parameters" && rest.length) return `Parameter ${rest.join(".")}`;
+    if (head === "env" && rest.length) return `Variable ${rest.join(".")}`;
+    const label = LABELS[head] || head.replaceAll("_", " ");
+    const item = rest.find((part) => /^\d+$/.test(part));
+    return item === undefined ? label : `${label}, item ${Number(item) + 1}`;
+  }
+
+  // Where a problem of ``key`` is shown: its own field's error line, else its nearest parent's.
+  function placeOf(key) {
+    let place = key;
+    while (place) {
+      const target = form.querySelector(`[data-error-for="${CSS.escape(place)}"]`);
+      if (target && !target.closest("[hidden]")) return target;
+      place = place.includes(".") ? place.slice(0, place.lastIndexOf(".")) : "";
+    }
+    return null;
+  }
+
+  // Each problem once: its rule next to its field (with the field's label when it is shown at a
+  // parent's place), and in the summary a link to it; a problem with no field on the form is
+  // written out in the summary itself. The summary is scrolled into view and focused.
   function showProblems(problems, detail) {
-    for (const shown of form.querySelectorAll(".field-error")) shown.textContent = "";
+    for (const shown of form.querySelectorAll(".field-error")) shown.replaceChildren();
     const summary = document.getElementById("form-problems");
-    summary.replaceChildren(element("strong", detail || "The task was not saved:"));
+    const count = problems.length;
+    summary.replaceChildren(element("strong", count
+      ? `The task was not saved: ${count} problem${count > 1 ? "s" : ""}, shown next to ${count > 1 ? "their fields" : "its field"}.`
+      : `The task was not saved: ${detail}`));
     const list = element("ul");
     for (const problem of problems) {
-      list.append(element("li", `${problem.field}: ${problem.rule}`));
-      let place = problem.field;
-      let target = null;
-      while (place && !(target = form.querySelector(`[data-error-for="${CSS.escape(place)}"]`))) {
-        place = place.includes(".") ? place.slice(0, place.lastIndexOf(".")) : "";
+      const target = placeOf(problem.field);
+      const label = labelOf(problem.field);
+      const item = element("li");
+      if (target) {
+        const line = element("span", target.dataset.errorFor === problem.field ? problem.rule : `${label}: ${problem.rule}`);
+        target.append(...(target.childNodes.length ? [element("br")] : []), line);
+        const link = element("a", label);
+        link.href = `#${target.previousElementSibling?.id || ""}`;
+        link.addEventListener("click", (event) => {
+          event.preventDefault();
+          target.scrollIntoView({ block: "center" });
+          const input = target.closest(".parameter, fieldset, div")?.querySelector("input, select");
+          input?.focus({ preventScroll: true });
+        });
+        item.append(link);
+      } else {
+        item.textContent = `${label}: ${problem.rule}`;
       }
-      if (target) target.textContent = [target.textContent, problem.rule].filter(Boolean).join("; ");
+      list.append(item);
     }
-    summary.append(list);
+    if (count) summary.append(list);
     summary.hidden = false;
+    summary.scrollIntoView({ block: "start" });
+    summary.focus({ preventScroll: true });
   }
 
   async function submit(event) {
@@ -209,7 +358,7 @@
   fill(field("algorithm"), choices.algorithms.map((item) => [item.name, item.name]), [start.algorithm]);
   fill(field("model_repository"), choices.model_repositories.map((item) => [item.name, item.name]),
        [start.model_repository]);
-  fill(field("input_models"), choices.model_repositories.flatMap((item) =>
+  fillChecklist("input_models", choices.model_repositories.flatMap((item) =>
     item.versions.map((version) => [`${item.name}:${version}`, `${item.name} v${version}`])),
     (start.input_models || []).map((ref) => `${ref.repository}:${ref.version}`));
   for (const radio of form.querySelectorAll("input[name=training_kind]")) {
@@ -222,6 +371,15 @@
   field("algorithm").addEventListener("change", () => showAlgorithm({}, {}));
   field("resource_spec").addEventListener("change", showKind);
   for (const radio of form.querySelectorAll("input[name=training_kind]")) radio.addEventListener("change", showKind);
+  for (const name of ["name", "description"]) {
+    field(name).addEventListener("input", () => checkAsTyped(name));
+    checkAsTyped(name);
+    if (field(name).value === "") form.querySelector(`[data-error-for="${name}"]`).textContent = "";
+  }
+  form.querySelector("[data-filter-for=data_inputs]").addEventListener("input", () => filterChecklist("data_inputs"));
+  form.addEventListener("change", (event) => {
+    if (event.target.type === "checkbox" && event.target.name) countPicked(event.target.name);
+  });
   form.addEventListener("submit", submit);
   form.dataset.ready = "true";
 })();

@@ -33,7 +33,7 @@ def test_create_see_an_error_run_and_stop_in_the_console(airflow: LiveAirflow) -
         page.fill("input[name=node_count]", "9")
         page.select_option("select[name=algorithm]", "slow-training")
         page.select_option("select[name=model_repository]", "house-price-model")
-        page.select_option("select[name=data_inputs]", ["dataset:house-prices:v1"])
+        page.check("input[name=data_inputs][value='dataset:house-prices:v1']")
         page.click("#create")
         error = page.locator("[data-error-for=node_count]")
         expect(error).to_contain_text("must be at most 4 for resource spec 'cpu-small', got 9")
@@ -58,7 +58,7 @@ def test_create_see_an_error_run_and_stop_in_the_console(airflow: LiveAirflow) -
         expect(row.locator(".state")).to_have_text("stopped", timeout=AIRFLOW_MS)
         expect(row.get_by_role("button", name="Stop")).to_have_count(0)
         page.screenshot(path=screenshot_path("console-task-stopped"), full_page=True)
-        run_id = row.locator("td").first.inner_text()
+        run_id = row.get_attribute("data-airflow-run")
 
         page.goto(f"{airflow.url}/octotrain/ui/tasks?status=stopped")
         expect(page.locator("a.task-name")).to_have_text(["console-task"])

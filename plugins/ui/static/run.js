@@ -1,0 +1,85 @@
+// A run's page: its duration, and what Airflow knows of its DAG run, read from Airflow's own
+// REST API with the user's session (the page is of Airflow's origin): the phase (the state of
+// each stage's task instance), the conf it was triggered with and the note on it (who stopped
+// it). While the run is active, the page follows it, and reloads once the catalog says it
+// ended, so that its outcome (reason, model version) is shown as recorded. Text is only ever
+// set as text.
+"use strict";
+
+(function () {
+  const page = document.getElementById("run-page");
+  const FOLLOW_MS = 3000;
+  const dagRun = `${page.dataset.airflow}/api/v2/dags/${encodeURIComponent(page.dataset.dag)}` +
+    `/dagRuns/${encodeURIComponent(page.dataset.airflowRun)}`;
+  const catalogRun = `${page.dataset.root}/api/v1/tasks/${page.dataset.task}/runs`;
+
+  function showDuration() {
+    const shown = document.getElementById("run-duration");
+    const start = new Date(shown.dataset.start);
+    const end = shown.dataset.end ? new Date(shown.dataset.end) : new Date();
+    const seconds = Math.max(0, Math.round((end - start) / 1000));
+    const minutes = Math.floor(seconds / 60);
+    const text = seconds < 120 ? `${seconds} s` : minutes < 120 ? `${minutes} min ${seconds % 60} s`
+      : `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+    shown.textContent = shown.dataset.end ? text : `${text} so far`;
+  }
+
+  // Each stage's task instance as Airflow shows it (mapped ones by index), in the DAG's order.
+  async function showPhase() {
+    const shown = document.getElementById("run-phase");
+    try {
+      const body = await getJson(`${dagRun}/taskInstances?limit=100&order_by=start_date`);
+      const stages = body.task_instances.map((instance) => {
+        const name = instance.map_index >= 0 ? `${instance.task_id}[${instance.map_index}]` : instance.task_id;
+        const badge = element("span", `${name}: ${instance.state || "waiting"}`, `state state-${instance.state || "none"}`);
+        badge.dataset.stage = instance.task_id;
+        return badge;
+      });
+      shown.className = "stages";
+      shown.replaceChildren(...(stages.length ? stages : [element("span", "no stage has started yet", "muted")]));
+    } catch (error) {
+      shown.className = "error";
+      shown.textContent = `Airflow's task instances could not be read: ${error.message}`;
+    }
+  }
+
+  async function showDagRun() {
+    const conf = document.getElementById("run-conf");
+    const note = document.getElementById("run-note");
+    try {
+      const body = await getJson(dagRun);
+      const settings = Object.entries(body.conf || {}).filter(([, value]) => value !== null);
+      conf.className = settings.length ? "" : "muted";
+      conf.replaceChildren(...(settings.length
+        ? settings.map(([name, value]) => element("code", `${name}=${JSON.stringify(value)}`))
+        : [element("span", "none: it ran with the task's saved settings")]));
+      conf.append(element("span", ` (Airflow's state of the DAG run: ${body.state})`, "muted"));
+      note.className = body.note ? "" : "muted";
+      note.textContent = body.note || "—";
+    } catch (error) {
+      conf.className = "error";
+      conf.textContent = `Airflow's DAG run could not be read: ${error.message}`;
+    }
+  }
+
+  async function follow() {
+    showDuration();
+    await Promise.all([showPhase(), showDagRun()]);
+    if (page.dataset.active !== "true") return;
+    try {
+      const runs = await getJson(catalogRun);
+      const now = runs.find((run) => String(run.id) === page.dataset.run);
+      if (now && now.state !== page.dataset.state) {
+        window.location.reload();
+        return;
+      }
+    } catch {
+      // the next look tries again
+    }
+    setTimeout(follow, FOLLOW_MS);
+  }
+
+  follow().then(() => {
+    page.dataset.ready = "true";
+  });
+})();
