@@ -1,0 +1,223 @@
+"""The console's catalog sections in headless chromium inside a real Airflow's UI (its
+sandboxed iframe): a new user registers what a first task needs by clicking through the
+section bar: an algorithm (a refused parameter range shown at its row, in view), a dataset, a
+version uploaded with its progress and published, a data cache, a model repository; then a
+model version trained by a run, with its lineage both ways, the links from it into Airflow and
+back, and the DAG's docs linking to the task's page. Every section in both themes at 1100 and
+1600 px; screenshots go to test-artifacts/."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+import httpx
+from playwright.sync_api import FrameLocator, Page, Route, expect
+
+from octotrain.contracts import dag_id_for
+from tests.browser import chromium, screenshot_path
+from tests.factories import VALID_TASK
+from tests.live_airflow import HTTP_SECONDS, LiveAirflow
+from tests.plugins.ui.inside_airflow import signed_in
+
+SECTIONS = {"algorithms": "Algorithms", "datasets": "Datasets", "caches": "Caches",
+            "models": "Model repositories"}  # fmt: skip
+
+
+def _api(airflow: LiveAirflow, method: str, path: str, **options: Any) -> httpx.Response:
+    url = f"{airflow.url}/octotrain/api/v1{path}"
+    headers = airflow.admin_headers()
+    return httpx.request(method, url, headers=headers, timeout=HTTP_SECONDS, **options)
+
+
+def _demo_run(airflow: LiveAirflow) -> tuple[int, str]:
+    """A run of the demo task started now (retried while Airflow parses its DAG): its task id
+    and Airflow run id; it trains a version of house-price-model from house-prices v1."""
+    task = next(item for item in _api(airflow, "GET", "/tasks").json() if item["project"] == "demo"
+                and item["algorithm"] == "linear-regression-numpy")  # fmt: skip
+    request = {"request_id": str(uuid.uuid4()), "conf": {}}
+    started = airflow.wait_until(
+        "the demo task's run to start",
+        lambda: (
+            (answer := _api(airflow, "POST", f"/tasks/{task['id']}/runs", json=request)).status_code
+            == 201
+            and answer.json()
+        ),
+    )
+    return task["id"], started["dag_run_id"]
+
+
+def _console(page: Page) -> FrameLocator:
+    """The console's iframe in Airflow's UI, by what it shows (its title is the nav label)."""
+    return page.frame_locator("iframe[src*='/octotrain/ui/']")
+
+
+def _section(page: Page, console: FrameLocator, section: str) -> None:
+    console.locator(".console-nav").get_by_role("link", name=SECTIONS[section]).click()
+    expect(console.locator(f"#{section}-page")).to_be_visible()
+    expect(page).to_have_url(re.compile(f"/plugin/octotrain-tasks/octotrain/ui/{section}$"))
+
+
+def test_register_what_a_first_task_needs_and_follow_lineage(airflow: LiveAirflow) -> None:
+    task_id, run_id = _demo_run(airflow)  # trains while the user registers things
+    with chromium() as browser:
+        page = signed_in(browser.new_context(viewport={"width": 1100, "height": 800}), airflow)
+        page.goto(f"{airflow.url}/plugin/octotrain-tasks")
+        console = _console(page)
+
+        # An algorithm: a default outside its range is refused at its parameter's row, in view
+        _section(page, console, "algorithms")
+        console.locator("section[data-project=demo]").get_by_role(
+            "link", name="New algorithm"
+        ).click()
+        form = console.locator("#algorithm-page[data-ready=true] #algorithm-form")
+        form.get_by_label("Name", exact=True).fill("catalog-algo")
+        form.get_by_label("Sample type").fill("table")
+        form.get_by_label("Image").fill("python:3.11-slim")
+        form.get_by_label("Command").fill("python\n-c\nprint('trained')")
+        console.get_by_role("button", name="Add parameter").click()
+        row = form.locator("tr.parameter").first
+        row.get_by_label("Parameter name").fill("epochs")
+        row.get_by_label("Parameter type").select_option("int")
+        expect(row.get_by_label("Choices")).to_be_disabled()  # only for enum parameters
+        row.get_by_label("Default").fill("500")
+        row.get_by_label("Minimum").fill("1")
+        row.get_by_label("Maximum").fill("100")
+        form.get_by_role("button", name="Create").click()
+        error = form.locator("[data-error-for='parameters.0']")
+        expect(error).to_contain_text("default must be within [1, 100], got 500")
+        expect(row).to_be_in_viewport()
+        expect(console.locator("#form-problems")).to_be_in_viewport()
+        page.screenshot(path=screenshot_path("catalog-algorithm-refused"))
+        row.get_by_label("Default").fill("5")
+        form.get_by_role("button", name="Create").click()
+        expect(console.locator("tr[data-algorithm=catalog-algo]")).to_contain_text("epochs: int")
+        console.get_by_role("link", name="catalog-algo").click()
+        expect(form.locator("tr.parameter").first.get_by_label("Default")).to_have_value("5")
+        form.get_by_label("Description").fill("prints that it trained")
+        form.get_by_role("button", name="Save").click()
+        expect(console.locator("tr[data-algorithm=catalog-algo]")).to_contain_text(
+            "prints that it trained"
+        )
+
+        # A dataset, a version uploaded with its progress, published
+        _section(page, console, "datasets")
+        console.locator("section[data-project=demo]").get_by_role(
+            "button", name="New dataset"
+        ).click()
+        dialog = console.locator("#dataset-dialog")
+        dialog.get_by_label("Name").fill("catalog data!")
+        dialog.get_by_label("Sample type").fill("table")
+        dialog.get_by_role("button", name="Create").click()
+        expect(dialog.locator("[data-error-for=name]")).to_contain_text("must be 1-64 characters")
+        dialog.get_by_label("Name").fill("catalog-data")
+        dialog.get_by_role("button", name="Create").click()
+        dataset = console.locator("article[data-dataset=catalog-data]")
+        expect(dataset).to_contain_text("No version yet")
+        dataset.get_by_role("button", name="Upload a version").click()
+        upload = console.locator("#upload-dialog")
+        upload.get_by_label("Files").set_input_files(
+            [{"name": "train.csv", "mimeType": "text/csv", "buffer": b"x,y\n" + b"1,2\n" * 500_000},
+             {"name": "test.csv", "mimeType": "text/csv", "buffer": b"x,y\n3,4\n"}]
+        )  # fmt: skip
+        expect(upload.locator(".chosen-files")).to_have_text("2 files, 1.9 MiB")
+        held: list[Route] = []
+        page.context.route(re.compile(r"/datasets/catalog-data/versions$"), held.append)
+        upload.get_by_role("button", name="Upload").click()
+        # The request is held once the browser has sent it: the bar is full, the text says so
+        expect(upload.locator(".progress-text")).to_have_text(
+            "Sent; the server is storing the files…"
+        )
+        expect(upload.locator("progress")).to_have_js_property("position", 1)
+        page.screenshot(path=screenshot_path("catalog-upload-progress"))
+        page.context.unroute(re.compile(r"/datasets/catalog-data/versions$"))
+        held[0].continue_()
+        version = dataset.locator("tr[data-version=v1]")
+        expect(version).to_contain_text("imported awaiting release")
+        expect(version).to_contain_text("1.9 MiB")
+        version.get_by_role("button", name="Publish").click()
+        publish = console.locator("#publish-dialog")
+        expect(publish.get_by_role("heading")).to_have_text("Publish catalog-data v1?")
+        publish.get_by_role("button", name="Publish").click()
+        expect(version.locator(".badge")).to_have_text("published")
+        expect(version.get_by_role("button", name="Publish")).to_have_count(0)
+
+        # A cache of it, and a model repository
+        _section(page, console, "caches")
+        console.locator("section[data-project=demo]").get_by_role(
+            "button", name="New cache"
+        ).click()
+        cache = console.locator("#cache-dialog")
+        cache.get_by_label("Name").fill("catalog-cache")
+        cache.get_by_label("Dataset version").select_option(label="catalog-data v1")
+        cache.get_by_role("button", name="Create").click()
+        expect(console.locator("tr[data-cache=catalog-cache]")).to_contain_text("catalog-data v1")
+        _section(page, console, "models")
+        console.locator("section[data-project=demo]").get_by_role(
+            "button", name="New model repository"
+        ).click()
+        repository = console.locator("#repository-dialog")
+        repository.get_by_label("Name").fill("catalog-model")
+        repository.get_by_role("button", name="Create").click()
+        expect(console.locator("article[data-repository=catalog-model]")).to_contain_text(
+            "No version yet"
+        )
+
+        # The version the demo run trained: its lineage both ways
+        model = airflow.wait_until("the demo run's model version", lambda: next(
+            (item for item in _api(airflow, "GET",
+             "/projects/demo/model-repositories/house-price-model/versions").json()
+             if item["lineage"].get("run_id") == run_id), None))  # fmt: skip
+        user = _api(
+            airflow,
+            "POST",
+            "/tasks",
+            json=VALID_TASK
+            | {
+                "name": "catalog-incremental",
+                "training_kind": "incremental",
+                "input_models": [{"repository": "house-price-model", "version": model["version"]}],
+            },
+        )
+        assert user.status_code == 201, user.text
+        _section(page, console, "models")
+        versions = console.locator("article[data-repository=house-price-model]")
+        versions.get_by_role("link", name=f"v{model['version']}", exact=True).click()
+        lineage = console.locator("#model-version-page")
+        made_from = lineage.locator("section.made-from")
+        expect(made_from).to_contain_text("house-prices v1")
+        expect(made_from.get_by_role("link", name=run_id)).to_be_visible()
+        expect(lineage.locator("section.used-by")).to_contain_text("catalog-incremental")
+        page.screenshot(path=screenshot_path("catalog-model-lineage"), full_page=True)
+        lineage.locator("section.used-by").get_by_role("link", name="catalog-incremental").click()
+        expect(console.locator("#task-page")).to_be_visible()
+        page.go_back()
+        made_from.get_by_role("link", name=run_id).click()  # into Airflow, by its router
+        expect(page).to_have_url(re.compile(f"/dags/{dag_id_for(task_id)}/runs/.+$"))
+        page.go_back()
+
+        # The DAG's docs link back to the task's page in the console (Airflow opens a docs
+        # link in a new tab)
+        made_from.get_by_role("link", name=re.compile(".")).first.click()  # the task
+        console.locator("#task-page h1 a.dag-link").click()
+        expect(page).to_have_url(re.compile(f"/dags/{dag_id_for(task_id)}$"))
+        page.get_by_role("button", name="Dag Docs").click()
+        with page.context.expect_page() as opened:
+            page.get_by_role("link", name="its page in the Octotrain console").click()
+        expect(opened.value).to_have_url(
+            re.compile(f"/plugin/octotrain-tasks/octotrain/ui/tasks/{task_id}$")
+        )
+        docs_target = _console(opened.value)
+        expect(docs_target.locator(f"#task-page[data-task='{task_id}']")).to_be_visible()
+        opened.value.close()
+        page.go_back()
+        expect(console.locator("#task-page")).to_be_visible()
+
+        # Every section in both themes at both widths
+        for scheme, width in (("light", 1100), ("light", 1600), ("dark", 1600), ("dark", 1100)):
+            page.emulate_media(color_scheme=scheme)
+            page.set_viewport_size({"width": width, "height": 900})
+            for section in SECTIONS:
+                _section(page, console, section)
+                page.screenshot(path=screenshot_path(f"catalog-{section}-{scheme}-{width}"))
