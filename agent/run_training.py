@@ -2,8 +2,8 @@
 
     python run_training.py --train-log PATH --sidecar-log PATH [--resources PATH]
         [--await-sidecar PATH] [--exit-file PATH [--await-upload PATH]]
-        [--stop-grace-seconds S] [--memory-cgroup DIR] [--address-space-limit BYTES]
-        [--user UID --group GID] -- COMMAND [ARGS...]
+        [--stop-grace-seconds S] [--max-training-seconds S] [--memory-cgroup DIR]
+        [--address-space-limit BYTES] [--user UID --group GID] -- COMMAND [ARGS...]
 
 Both launchers start the user's command through this wrapper so that the train log holds
 exactly the program's stdout and stderr, the sidecar log records process control, and a stop
@@ -18,6 +18,11 @@ when it ignored a stop): the launchers read why from it, a pod's sidecar waits f
 its final upload, and with ``--await-upload`` the wrapper then waits (at most
 ``--await-upload-seconds``) until the sidecar says it is done, so that the pod, which
 Kubernetes ends once this container has, lives until ``OUTPUT`` is safe.
+
+With ``--max-training-seconds`` the wrapper stops a training still running that long after it
+started as if it had received SIGTERM (the grace period below leaves it time to save a
+checkpoint), records ``time_limit`` in the exit file, and exits with status 124 (as
+``timeout`` does) whatever the training's own: the node fails, naming the limit.
 
 With ``--stop-grace-seconds`` a training still running that long after a SIGTERM is killed by
 the wrapper itself (a pod's runtime would kill everything at the end of the pod's grace period,
@@ -46,6 +51,11 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from resource_monitor import ResourceMonitor
+
+# The wrapper's exit status when the training reached --max-training-seconds (the launchers
+# know it as octotrain.time_limits.TIME_LIMIT_EXIT_STATUS; this folder imports nothing of
+# Octotrain).
+TIME_LIMIT_EXIT_STATUS = 124
 
 
 def _stamp() -> str:
@@ -76,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--await-sidecar", type=Path)
     parser.add_argument("--await-sidecar-seconds", type=float, default=120)
     parser.add_argument("--stop-grace-seconds", type=float)
+    parser.add_argument("--max-training-seconds", type=float)
     parser.add_argument("--memory-cgroup", type=Path)
     parser.add_argument("--address-space-limit", type=int)
     parser.add_argument("--user", type=int)
@@ -122,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
     _control(args.sidecar_log, f"training process started, pid {child.pid}")
+    limit = _time_limit(args.max_training_seconds, exits, args.sidecar_log)
     monitor = ResourceMonitor(child.pid, args.resources) if args.resources else None
     if monitor is not None:
         monitor.start()
@@ -129,13 +141,15 @@ def main(argv: list[str] | None = None) -> int:
     tee = threading.Thread(target=_tee, args=(child.stdout, args.train_log, sys.stdout.buffer))
     tee.start()
     code = child.wait()
+    if limit is not None:
+        limit.cancel()
     tee.join()
     if monitor is not None:
         monitor.stop()
     status = 128 - code if code < 0 else code
     _control(args.sidecar_log, f"training process exited with status {status}")
     exits.record({"exit_status": status})
-    return _after_upload(args, status)
+    return _after_upload(args, TIME_LIMIT_EXIT_STATUS if exits.facts else status)
 
 
 class _ExitRecord:
@@ -144,6 +158,7 @@ class _ExitRecord:
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
+        self.facts: dict[str, Any] = {}  # added to the report, however it is written
         self._lock = threading.Lock()
         self._written = False
 
@@ -152,7 +167,7 @@ class _ExitRecord:
             if self._written:
                 return
             self._written = True
-            _exited(self.path, report)
+            _exited(self.path, report | self.facts)
             if then is not None:
                 then()
 
@@ -163,6 +178,26 @@ def _kill_after_grace(exits: _ExitRecord, grace: float, sidecar_log: Path) -> No
         os.killpg(os.getpgrp(), signal.SIGKILL)  # this wrapper too: it has nothing left to do
 
     exits.record({"exit_status": 137, "killed_after_grace_seconds": grace}, then=kill)
+
+
+def _time_limit(
+    seconds: float | None, exits: _ExitRecord, sidecar_log: Path
+) -> threading.Timer | None:
+    """Stop the training once it has run ``seconds``, as a SIGTERM to this wrapper would (the
+    handler passes it on and starts the grace period), noting the limit in the exit file."""
+    if seconds is None:
+        return None
+
+    def reached() -> None:
+        exits.facts["time_limit"] = {"name": "max_training_seconds", "seconds": seconds}
+        _control(sidecar_log, f"the training reached its time limit of {seconds:g}s "
+                              "(max_training_seconds): stopping it")  # fmt: skip
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    timer = threading.Timer(seconds, reached)
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 def _confinement(args: argparse.Namespace) -> Callable[[], None] | None:

@@ -20,6 +20,7 @@ from octotrain.argument_limits import text_value_schema
 from octotrain.catalog.models import Algorithm, ResourceSpec, TrainingTask
 from octotrain.run_settings import RESUME_SETTING, run_node_limit
 from octotrain.task_spec import MAX_INPUT_MODELS, MAX_VERSION_NUMBER, PRIORITY_RANGE, TaskSpec
+from octotrain.time_limits import MAX_LIMIT_SECONDS, TRAINING_LIMIT, WAIT_LIMIT
 
 JSON_TYPES = {"int": "integer", "float": "number", "bool": "boolean", "string": "string"}
 RUN_SECTION = "Run"
@@ -71,6 +72,19 @@ def run_params(
             section=RUN_SECTION,
         ),
     }
+    for name, value, what in (
+        (WAIT_LIMIT, document.max_wait_seconds, "wait for resources (a pod pending)"),
+        (TRAINING_LIMIT, document.max_training_seconds, "train (then SIGTERM, grace, stop)"),
+    ):
+        params[name] = Param(
+            value,
+            type=["integer", "null"],
+            minimum=1,
+            maximum=MAX_LIMIT_SECONDS,
+            title=name,
+            description=f"Seconds each node may {what}; empty: the task's limit",
+            section=RUN_SECTION,
+        )
     params[RESUME_SETTING] = Param(
         None,
         type=["integer", "null"],

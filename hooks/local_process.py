@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from octotrain.abort_flags import AbortFlag
+from octotrain.time_limits import ReachedLimit
 
 AGENT_DIR = Path(__file__).resolve().parents[1] / "agent"
 WRAPPER = AGENT_DIR / "run_training.py"
@@ -41,12 +42,14 @@ class NodeStartFailed(Exception):
 @dataclass(frozen=True)
 class NodeOutcome:
     """How a node's process ended: its exit status, the run's abort flag if that stopped it,
-    the grace period after which it had to be killed, why its command could not be run."""
+    the grace period after which it had to be killed, why its command could not be run, the
+    time limit that stopped it."""
 
     exit_code: int
     stopped_by: AbortFlag | None = None
     killed_after_grace_seconds: float | None = None
     start_error: str | None = None
+    time_limit: ReachedLimit | None = None
 
     @property
     def succeeded(self) -> bool:
@@ -97,6 +100,7 @@ class LocalNodeProcess:
         resources: Path,
         exit_file: Path,
         stop_grace_seconds: float,
+        max_training_seconds: float | None = None,
         confinement: list[str] | None = None,
     ) -> None:
         self.command = command
@@ -107,6 +111,7 @@ class LocalNodeProcess:
         self.sidecar_log = sidecar_log
         self.exit_file = exit_file
         self.stop_grace_seconds = stop_grace_seconds
+        self.max_training_seconds = max_training_seconds
         self.confinement = confinement or []
         self._process: subprocess.Popen[bytes] | None = None
         self._killed_after_grace: float | None = None
@@ -136,6 +141,11 @@ class LocalNodeProcess:
             str(self.exit_file),
             "--stop-grace-seconds",
             f"{self.stop_grace_seconds:g}",
+            *(
+                ["--max-training-seconds", f"{self.max_training_seconds:g}"]
+                if self.max_training_seconds is not None
+                else []
+            ),
             *self.confinement,
             "--",
             *self.command,
@@ -200,6 +210,7 @@ class LocalNodeProcess:
                 "killed_after_grace_seconds", self._killed_after_grace
             ),
             start_error=report.get("start_error"),
+            time_limit=ReachedLimit.from_json(report.get("time_limit")),
         )
 
     def _signal(self, signum: int) -> None:

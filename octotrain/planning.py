@@ -77,6 +77,9 @@ class RunPlan(BaseModel):
     # The earlier run of the task this one resumes (its catalog id and run key), if any.
     resumed_from_run_id: int = 0
     resumed_run_key: str = ""
+    # Time limits in seconds (octotrain.time_limits); None: none.
+    max_wait_seconds: int | None = None
+    max_training_seconds: int | None = None
 
     @property
     def world_size(self) -> int:
@@ -227,6 +230,8 @@ def build_run_plan(
         mounts=resolved.mounts,
         output_repository_id=resolved.repository.id,
         output_repository=resolved.repository.name,
+        max_wait_seconds=spec.max_wait_seconds,
+        max_training_seconds=spec.max_training_seconds,
         resumed_from_run_id=resumed.id if resumed else 0,
         resumed_run_key=str(resumed.plan["run_key"]) if resumed else "",
         lineage={

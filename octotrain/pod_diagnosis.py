@@ -22,6 +22,7 @@ from octotrain.supplemental_log import (
     explain,
     staging_error_in,
 )
+from octotrain.time_limits import TRAINING_LIMIT, WAIT_LIMIT, ReachedLimit
 
 TRAIN_CONTAINER = "base"
 IMAGE_PULL_REASONS = {"ErrImagePull", "ImagePullBackOff", "InvalidImageName"}
@@ -41,6 +42,11 @@ class NodeEnd:
     startup_timeout_seconds: int = 0
     exit_report: dict[str, Any] = field(default_factory=dict)
     init_log: str = ""
+    # The run's time limits (octotrain.time_limits); None: none.
+    max_wait_seconds: int | None = None
+    max_training_seconds: int | None = None
+    # The pod's own deadline (activeDeadlineSeconds), backing up the training limit.
+    active_deadline_seconds: int | None = None
 
 
 def diagnose(
@@ -57,6 +63,8 @@ def diagnose(
         return SupplementalLog(
             f"{node} ended without a trace: its pod was never created or is gone"
         )
+    if str(status.get("reason", "")) == "DeadlineExceeded" and end.max_training_seconds:
+        return _deadline_exceeded(node, end)
     if str(status.get("reason", "")) == "Evicted":
         message = f"{node} was evicted by Kubernetes: {status.get('message', '')}"
         return SupplementalLog(message.rstrip())
@@ -77,7 +85,21 @@ def _ending(end: NodeEnd, train_exit_code: int | None, **facts: Any) -> NodeEndi
         stop_reason=end.stop_reason,
         start_error=report.get("start_error"),
         killed_after_grace_seconds=report.get("killed_after_grace_seconds"),
+        time_limit=ReachedLimit.from_json(report.get("time_limit")),
         **facts,
+    )
+
+
+def _deadline_exceeded(node: str, end: NodeEnd) -> SupplementalLog:
+    """Kubernetes ended the pod at its ``activeDeadlineSeconds``: the wrapper could not stop
+    the training at its limit (it was still starting, or the wrapper itself hung)."""
+    limit = ReachedLimit(TRAINING_LIMIT, float(end.max_training_seconds or 0))
+    deadline = f"{end.active_deadline_seconds} s" if end.active_deadline_seconds else "its deadline"
+    return SupplementalLog(
+        f"{node} reached its time limit: {limit.in_words()}; Kubernetes ended its pod at the "
+        f"pod's deadline (activeDeadlineSeconds, {deadline}: the limit, the time to start and "
+        "the grace period)",
+        ("the run can be resumed from its last checkpoint (octotrain task resume)",),
     )
 
 
@@ -142,6 +164,11 @@ def _not_started(
         for event in events:
             if event.get("reason") == "Failed" and "pull" in str(event.get("message", "")).lower():
                 lines.append(f"image pull failed: {event.get('message', '')}")
+    unschedulable = any("could not be scheduled" in line or "FailedScheduling" in line
+                        for line in lines)  # fmt: skip
+    if end.max_wait_seconds and unschedulable:
+        limit = ReachedLimit(WAIT_LIMIT, float(end.max_wait_seconds)).in_words()
+        return SupplementalLog(f"{node} did not start: {limit}: {lines[0]}", tuple(lines[1:]))
     wait = f" within {end.startup_timeout_seconds}s" if end.startup_timeout_seconds else ""
     if not lines:
         return SupplementalLog(f"{node} did not start{wait}")

@@ -45,6 +45,7 @@ from octotrain.contracts import (
 from octotrain.kubernetes_config import KubernetesConfig
 from octotrain.mount_volumes import kubernetes_mounts
 from octotrain.planning import RunPlan
+from octotrain.time_limits import active_deadline_seconds
 
 AGENT_DIR = "/octotrain/agent"
 WORK_DIR = "/octotrain/work"
@@ -217,6 +218,7 @@ def node_pod(plan: RunPlan, node_index: str, settings: PodSettings) -> dict[str,
                         "--await-upload-seconds", str(config.final_upload_timeout_seconds),
                         "--stop-grace-seconds",
                         str(training_grace_seconds(settings.stop_grace_seconds)),
+                        *_training_limit(plan),
                         "--", *plan.command, *parameter_arguments(plan.parameters),
                     ],
                     "env": [{"name": key, "value": value} for key, value in environment.items()],
@@ -231,6 +233,9 @@ def node_pod(plan: RunPlan, node_index: str, settings: PodSettings) -> dict[str,
     assert isinstance(spec, dict)
     if plan.world_size > 1:
         spec["subdomain"] = service_name(plan)
+    deadline = pod_deadline(plan, config=config, grace_seconds=settings.stop_grace_seconds)
+    if deadline is not None:
+        spec["activeDeadlineSeconds"] = deadline
     if priority_class := config.priority_class(plan.priority):
         spec["priorityClassName"] = priority_class
     if scheduling.node_selector:
@@ -264,6 +269,24 @@ def _work_volume(plan: RunPlan, node_index: str, node_local_path: str) -> dict[s
         return {"name": "octotrain-work", "emptyDir": {}}
     path = f"{node_local_path.rstrip('/')}/{plan.task_id}-{run_label(plan)}-{node_index}"
     return {"name": "octotrain-work", "hostPath": {"path": path, "type": "DirectoryOrCreate"}}
+
+
+def pod_deadline(plan: RunPlan, *, config: KubernetesConfig, grace_seconds: int) -> int | None:
+    """The pod's ``activeDeadlineSeconds``, when the run has a training limit."""
+    if plan.max_training_seconds is None:
+        return None
+    return active_deadline_seconds(
+        plan.max_training_seconds,
+        startup_seconds=config.startup_timeout_seconds,
+        grace_seconds=grace_seconds,
+    )
+
+
+def _training_limit(plan: RunPlan) -> list[str]:
+    """The wrapper's own stop at the training limit (``octotrain.time_limits``)."""
+    if plan.max_training_seconds is None:
+        return []
+    return ["--max-training-seconds", str(plan.max_training_seconds)]
 
 
 def training_grace_seconds(pod_grace_seconds: int) -> int:

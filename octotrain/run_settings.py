@@ -1,8 +1,9 @@
 """What one run may change of its task: the settings a trigger passes as the DAG run's ``conf``.
 
 A run's conf holds the algorithm's parameters by name, plus ``node_count``, ``priority``,
-``env`` (merged into the task's variables), for incremental training ``input_models``, and
-``resume_from``, the earlier run whose checkpoint this one resumes (``octotrain.resume``).
+``env`` (merged into the task's variables), for incremental training ``input_models``,
+``resume_from``, the earlier run whose checkpoint this one resumes (``octotrain.resume``), and
+the time limits ``max_wait_seconds`` and ``max_training_seconds`` (``octotrain.time_limits``).
 These are the DAG's Params (``dags/run_params.py``), so Airflow's trigger form shows them as
 typed fields, and Airflow validates a conf against them before a run exists. ``validate``
 then judges the task with the conf applied by every rule of ``octotrain.task_rules``, as if it
@@ -16,9 +17,12 @@ from typing import Any
 
 from octotrain.catalog.models import Project, ResourceSpec
 from octotrain.errors import InvalidTrigger
+from octotrain.time_limits import TRAINING_LIMIT, WAIT_LIMIT
 
 RESUME_SETTING = "resume_from"
-RUN_SETTING_NAMES = ("node_count", "priority", "env", "input_models", RESUME_SETTING)
+RUN_SETTING_NAMES = (
+    "node_count", "priority", "env", "input_models", RESUME_SETTING, WAIT_LIMIT, TRAINING_LIMIT,
+)  # fmt: skip
 
 
 def run_node_limit(project: Project, spec: ResourceSpec | None) -> int:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from octotrain.exit_codes import describe_exit_code
+from octotrain.time_limits import ReachedLimit
 
 MIB = 1024 * 1024
 # How many node names the run's message lists before it only counts the others.
@@ -52,6 +53,8 @@ class NodeEnding:
     staging_error: str | None = None
     killed_after_grace_seconds: float | None = None
     out_of_memory: MemoryExhaustion | None = None
+    # The time limit that stopped it (``octotrain.time_limits``).
+    time_limit: ReachedLimit | None = None
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,8 @@ def explain(ending: NodeEnding) -> SupplementalLog | None:
         )
     if ending.start_error is not None:
         return SupplementalLog(f"{node} failed to start because {ending.start_error}", status)
+    if ending.time_limit is not None:
+        return _time_limited(node, ending.time_limit, ending.killed_after_grace_seconds)
     if ending.stop_reason is not None or ending.killed_after_grace_seconds is not None:
         return _stopped(node, ending, status)
     if ending.out_of_memory is not None:
@@ -100,6 +105,18 @@ def _stopped(node: str, ending: NodeEnding, status: tuple[str, ...]) -> Suppleme
         return SupplementalLog(reason, status)
     forced = f"it ignored SIGTERM and was killed after the grace period of {grace:g} s"
     return SupplementalLog(f"{reason}; {forced}", (f"exit code 137: {forced} (SIGKILL)",))
+
+
+def _time_limited(node: str, limit: ReachedLimit, grace: float | None) -> SupplementalLog:
+    reason = (
+        f"{node} reached its time limit: {limit.in_words()}; it was sent SIGTERM and given the "
+        "grace period to save a checkpoint"
+    )
+    if grace is not None:
+        reason += f"; it ignored SIGTERM and was killed after the grace period of {grace:g} s"
+    return SupplementalLog(
+        reason, ("the run can be resumed from its last checkpoint (octotrain task resume)",)
+    )
 
 
 def _out_of_memory(node: str, exhaustion: MemoryExhaustion, exit_code: int | None) -> str:

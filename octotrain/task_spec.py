@@ -23,6 +23,7 @@ from octotrain.documents import (
     TextValue,
 )
 from octotrain.schedules import schedule_rule
+from octotrain.time_limits import time_limit_rule
 
 MAX_DATA_INPUTS = 10
 MAX_MOUNTS = 10
@@ -33,6 +34,8 @@ PRIORITY_RANGE = (-50, 50)
 UID_RANGE = (0, 65535)
 DEFAULT_UID = 1000
 MAX_RETRAIN_DATASETS = 10
+# Seconds, or null for no limit (octotrain.time_limits).
+TimeLimit = Annotated[StrictInt | None, AfterValidator(time_limit_rule)]
 # A cron expression (UTC) or one of Airflow's presets, e.g. "0 3 * * *" or "@daily".
 Schedule = Annotated[StrictStr, Field(min_length=1, max_length=64), AfterValidator(schedule_rule)]
 
@@ -104,6 +107,10 @@ class TaskSpec(Document):
     retrain_on: Annotated[list[RefName], Field(max_length=MAX_RETRAIN_DATASETS)] = Field(
         default_factory=list
     )
+    # Time limits of every run (a run's conf may change them): how long a node may wait for
+    # resources (Kubernetes: its pod pending) and train; null: none.
+    max_wait_seconds: TimeLimit = None
+    max_training_seconds: TimeLimit = None
 
     @property
     def retrains(self) -> bool:

@@ -25,7 +25,7 @@ from octotrain.contracts import NodeLogNames
 from octotrain.kubernetes_config import kubernetes_config
 from octotrain.planning import RunPlan
 from octotrain.pod_diagnosis import NodeEnd, diagnose
-from octotrain.pods import LABEL_NODE, LABEL_RUN, run_label
+from octotrain.pods import LABEL_NODE, LABEL_RUN, pod_deadline, run_label
 from octotrain.run_layout import RunObjects
 from octotrain.run_lifecycle import end_run
 from octotrain.settings import get_settings
@@ -83,7 +83,7 @@ class CollectPodLogsOperator(TrainingStageOperator):
     ) -> SupplementalLog | None:
         objects, node_index = plan.objects, names.node_index
         report = read_json(store, objects.exit_report(node_index)) or {}
-        if report.get("exit_status") == 0 and stop_reason is None:
+        if report.get("exit_status") == 0 and stop_reason is None and "time_limit" not in report:
             return None
         assert plan.resources is not None
         end = NodeEnd(
@@ -94,6 +94,13 @@ class CollectPodLogsOperator(TrainingStageOperator):
             startup_timeout_seconds=kubernetes_config().startup_timeout_seconds,
             exit_report=report,
             init_log=read_text(store, objects.log(names.init)) or "",
+            max_wait_seconds=plan.max_wait_seconds,
+            max_training_seconds=plan.max_training_seconds,
+            active_deadline_seconds=pod_deadline(
+                plan,
+                config=kubernetes_config(),
+                grace_seconds=int(get_settings().stop_grace_seconds),
+            ),
         )
         return diagnose(pod, events, end)
 

@@ -98,6 +98,7 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
             resources=layout.resources_path(self.node_index),
             exit_file=layout.exit_path(self.node_index),
             stop_grace_seconds=settings.stop_grace_seconds,
+            max_training_seconds=plan.max_training_seconds,
             confinement=self._confinement.wrapper_arguments(),
         )
         try:
@@ -181,6 +182,7 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
             start_error=outcome.start_error,
             killed_after_grace_seconds=outcome.killed_after_grace_seconds,
             out_of_memory=memory,
+            time_limit=outcome.time_limit,
         )
 
     def _finish(

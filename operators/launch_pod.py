@@ -96,6 +96,8 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         assert plan.resources is not None
         self.pod_template_dict = node_pod(plan, self.node_index, pod_settings(plan.resources.spec))
         self.name = f"train-{plan.task_id}-{self.node_index}"
+        if plan.max_wait_seconds is not None:  # how long the pod may wait to be scheduled
+            self.schedule_timeout_seconds = plan.max_wait_seconds
         return super().build_pod_request_obj(context, dry_run=dry_run)
 
     def get_or_create_pod(self, pod_request_obj: k8s.V1Pod, context: Context) -> k8s.V1Pod:

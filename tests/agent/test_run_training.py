@@ -98,6 +98,38 @@ def test_a_training_that_stops_within_the_grace_period_keeps_its_status(tmp_path
     assert json.loads((tmp_path / "exit.json").read_text()) == {"exit_status": 143}
 
 
+def test_a_training_over_its_time_limit_gets_sigterm_and_the_grace_to_save_then_fails(
+    tmp_path: Path,
+) -> None:
+    """The training limit: SIGTERM, time to save a checkpoint, and a failed node (status
+    124, the limit in the exit file) even though the training, stopped, exited 0."""
+    saves_on_sigterm = (
+        "import signal, sys, time\n"
+        "def save(*_):\n"
+        "    print('saving a checkpoint', flush=True); sys.exit(0)\n"
+        "signal.signal(signal.SIGTERM, save)\n"
+        "print('training', flush=True); time.sleep(60)\n"
+    )
+    started = time.monotonic()
+    process = wrapper(tmp_path, "--stop-grace-seconds", "30", "--max-training-seconds", "0.5",
+                      code=saves_on_sigterm)  # fmt: skip
+    assert process.wait(timeout=20) == 124
+    assert 0.5 <= time.monotonic() - started < 15
+    assert "saving a checkpoint" in (tmp_path / "t.log").read_text()
+    assert json.loads((tmp_path / "exit.json").read_text()) == {
+        "exit_status": 0,
+        "time_limit": {"name": "max_training_seconds", "seconds": 0.5},
+    }
+    sidecar = (tmp_path / "s.log").read_text()
+    assert "the training reached its time limit of 0.5s (max_training_seconds)" in sidecar
+
+
+def test_a_training_that_ends_within_its_time_limit_keeps_its_status(tmp_path: Path) -> None:
+    process = wrapper(tmp_path, "--max-training-seconds", "60", code="print('done')")
+    assert process.wait(timeout=20) == 0
+    assert json.loads((tmp_path / "exit.json").read_text()) == {"exit_status": 0}
+
+
 def test_the_address_space_limit_makes_a_large_allocation_fail(tmp_path: Path) -> None:
     code = main(
         [

@@ -161,6 +161,8 @@ def test_params_are_the_runs_settings_with_the_saved_values(
     assert params.dump() == {
         "node_count": 2,
         "priority": 10,
+        "max_wait_seconds": None,  # the task has no time limits
+        "max_training_seconds": None,
         "resume_from": None,  # a fresh run unless a failed or stopped run is named
         "epochs": 60,
         "learning_rate": 0.05,

@@ -262,3 +262,27 @@ def test_a_resumed_run_restores_the_earlier_runs_checkpoint_and_says_so_in_its_l
         ]
         assert plan.lineage["resumed_from"] == {"run": run.id, "airflow_run_id": "manual__lost"}
         assert plan.parameters["epochs"] == 5  # changed settings, as any run may
+
+
+def test_time_limits_come_from_the_task_and_a_run_may_change_them_by_the_same_rule(
+    catalog: CatalogHook, store: LocalFolderStore
+) -> None:
+    demo = seed(catalog, store)
+    common = {"master_addr": "127.0.0.1", "master_port": 1, "triggered_by": "alice"}
+    with catalog.session() as session:
+        task = session.get(TrainingTask, demo.task_id)
+        task.spec = task.spec | {"max_wait_seconds": 600, "max_training_seconds": 7200}
+        saved = build_run_plan(session, task, run_id="manual__saved", **common)
+        assert (saved.max_wait_seconds, saved.max_training_seconds) == (600, 7200)
+        conf = {"max_training_seconds": 60, "max_wait_seconds": None}  # null: as saved
+        changed = build_run_plan(session, task, run_id="manual__conf", conf=conf, **common)
+        assert (changed.max_wait_seconds, changed.max_training_seconds) == (600, 60)
+        with pytest.raises(InvalidInput) as refused:
+            build_run_plan(session, task, run_id="manual__bad",
+                           conf={"max_training_seconds": 0}, **common)  # fmt: skip
+        [problem] = refused.value.problems
+        assert problem.field == "max_training_seconds"
+        assert problem.rule == (
+            "must be a whole number of seconds from 1 to 2592000 (30 days), or null for no "
+            "limit; got 0"
+        )

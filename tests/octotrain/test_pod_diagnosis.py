@@ -3,6 +3,7 @@ events in the Kubernetes API's shape and the wrapper's report: its first line sa
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -179,4 +180,44 @@ def test_a_failed_pod_whose_training_succeeded_still_says_something() -> None:
     failed = pod("Failed", containerStatuses=[done], message="the sidecar failed")
     assert said(failed).reason == (
         "node distributed-1 ended abnormally: its pod ended in phase Failed: the sidecar failed"
+    )
+
+
+TRAINING_LIMITED = {"name": "max_training_seconds", "seconds": 3600}
+
+
+def test_a_training_stopped_at_its_time_limit_names_the_limit_whatever_its_status() -> None:
+    """The wrapper stopped it (SIGTERM, grace) and exited 124; the training itself saved its
+    checkpoint and exited 0."""
+    end = replace(END, exit_report={"exit_status": 0, "time_limit": TRAINING_LIMITED})
+    ended = pod("Failed", containerStatuses=[train({"terminated": {"exitCode": 124}})])
+    log = said(ended, end)
+    assert log.reason == (
+        "node distributed-1 reached its time limit: it trained for more than 3600 s "
+        "(max_training_seconds); it was sent SIGTERM and given the grace period to save a "
+        "checkpoint"
+    )
+    assert log.details == (
+        "the run can be resumed from its last checkpoint (octotrain task resume)",
+    )
+
+
+def test_a_pod_ended_at_its_deadline_names_the_training_limit_and_the_deadline() -> None:
+    end = replace(END, max_training_seconds=3600, active_deadline_seconds=4330)
+    ended = pod("Failed", reason="DeadlineExceeded", message="Pod was active too long")
+    assert said(ended, end).reason.startswith(
+        "node distributed-1 reached its time limit: it trained for more than 3600 s "
+        "(max_training_seconds); Kubernetes ended its pod at the pod's deadline "
+        "(activeDeadlineSeconds, 4330 s"
+    )
+
+
+def test_a_pod_unscheduled_past_the_wait_limit_names_it_and_quotes_the_scheduler() -> None:
+    condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                 "message": "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."}  # fmt: skip
+    pending = pod("Pending", conditions=[condition])
+    assert said(pending, replace(END, max_wait_seconds=600)).reason == (
+        "node distributed-1 did not start: it waited for resources for more than 600 s "
+        "(max_wait_seconds): the pod could not be scheduled (Unschedulable): 0/3 nodes are "
+        "available: 3 Insufficient nvidia.com/gpu."
     )

@@ -19,6 +19,7 @@ from octotrain.supplemental_log import (
     run_message,
     staging_error_in,
 )
+from octotrain.time_limits import ReachedLimit
 
 MIB = 1024 * 1024
 
@@ -89,6 +90,17 @@ def test_line_one_is_the_reason_and_line_two_when_it_was_written() -> None:
             NodeEnding("single-0", exit_code=137, killed_after_grace_seconds=2),
             "node single-0 was stopped from outside Octotrain (SIGTERM); it ignored SIGTERM and "
             "was killed after the grace period of 2 s",
+        ),
+        (
+            NodeEnding(
+                "single-0",
+                exit_code=137,
+                killed_after_grace_seconds=5,
+                time_limit=ReachedLimit("max_training_seconds", 60),
+            ),
+            "node single-0 reached its time limit: it trained for more than 60 s "
+            "(max_training_seconds); it was sent SIGTERM and given the grace period to save a "
+            "checkpoint; it ignored SIGTERM and was killed after the grace period of 5 s",
         ),
     ],
 )

@@ -139,3 +139,35 @@ def test_what_a_node_writes_to_checkpoint_is_in_the_store_when_it_ends(plan: Run
     assert manifest.run_id == plan.run_id
     sidecar_log = layout.log_path(layout.log_names(NODE).sidecar).read_text()
     assert "checkpoint synced: 1 files" in sidecar_log
+
+
+def test_a_node_over_its_training_time_limit_saves_its_checkpoint_then_fails_the_run(
+    plan: RunPlan,
+) -> None:
+    """SIGTERM at the limit, the grace period to save a checkpoint (synced at the end), then a
+    failed node whose supplemental log names the limit, and the run's abort flag up."""
+    saves_on_sigterm = (
+        "import os, pathlib, signal, sys, time\n"
+        "def save(*_):\n"
+        "    folder = pathlib.Path(os.environ['CHECKPOINT'])\n"
+        "    (folder / 'last.pt.tmp').write_bytes(b'state')\n"
+        "    os.replace(folder / 'last.pt.tmp', folder / 'last.pt')\n"
+        "    sys.exit(0)\n"
+        "signal.signal(signal.SIGTERM, save)\n"
+        "time.sleep(60)\n"
+    )
+    limited = plan.model_copy(
+        update={"command": [sys.executable, "-c", saves_on_sigterm], "max_training_seconds": 1}
+    )
+    with pytest.raises(AirflowException) as failed:
+        launch(limited)
+    assert not isinstance(failed.value, AirflowSkipException)
+    assert supplemental(plan) == (
+        "node single-0 reached its time limit: it trained for more than 1 s "
+        "(max_training_seconds); it was sent SIGTERM and given the grace period to save a "
+        "checkpoint"
+    )
+    flag = RunAbortMarker(layout_of(plan).run_dir).flag()
+    assert flag is not None and flag.node == NODE and not flag.stopped
+    manifest = read_manifest(default_object_store(), plan.objects, NODE)
+    assert manifest is not None and list(manifest.files) == ["last.pt"]

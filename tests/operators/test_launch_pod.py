@@ -208,3 +208,25 @@ def test_a_deferred_node_s_trigger_looks_at_its_pod_as_often_as_the_config_says(
 
 def node_operator() -> LaunchNodePodOperator:
     return LaunchNodePodOperator(task_id="launch", training_task_id=1, node_index="single-0")
+
+
+def test_the_time_limits_are_the_wrapper_s_the_pod_s_deadline_and_the_schedule_timeout(
+    rule_session: Session,
+) -> None:
+    plan = plan_of(rule_session, CPU_TASK | {"max_wait_seconds": 300,
+                                             "max_training_seconds": 3600}, 1)  # fmt: skip
+    operator = LaunchNodePodOperator(task_id="launch", training_task_id=plan.task_id,
+                                     node_index="single-0")  # fmt: skip
+    context = {"ti": _TaskInstance(plan, 0), "run_id": plan.run_id, "dag": object()}
+    pod = ApiClient().sanitize_for_serialization(
+        operator.build_pod_request_obj(context, dry_run=True)  # type: ignore[arg-type]
+    )
+    command = containers(pod)["base"]["command"]
+    assert command[command.index("--max-training-seconds") + 1] == "3600"
+    grace = int(get_settings().stop_grace_seconds)
+    startup = operator.startup_timeout_seconds
+    assert pod["spec"]["activeDeadlineSeconds"] == 3600 + startup + grace
+    assert operator.schedule_timeout_seconds == 300
+    unlimited = pods(plan_of(rule_session, CPU_TASK | {"name": "no-limits"}, 1))[0]
+    assert "activeDeadlineSeconds" not in unlimited["spec"]
+    assert "--max-training-seconds" not in containers(unlimited)["base"]["command"]
