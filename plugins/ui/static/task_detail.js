@@ -228,10 +228,13 @@
           await new Promise((resolve) => setTimeout(resolve, NOT_PARSED_RETRY_MS));
           continue;
         }
-        problems.replaceChildren(element("strong", answer.body.detail || `${answer.status}`));
+        // Each broken rule once (the detail repeats them all when there are any)
+        const broken = answer.body.problems || [];
+        problems.replaceChildren(element("strong", broken.length ? "The run was not started:"
+          : `The run was not started: ${answer.body.detail || answer.status}`));
         const list = element("ul");
-        for (const problem of answer.body.problems || []) list.append(element("li", `${problem.field.replace(/^conf\./, "")}: ${problem.rule}`));
-        problems.append(list);
+        for (const problem of broken) list.append(element("li", `${problem.field.replace(/^conf\./, "")}: ${problem.rule}`));
+        if (broken.length) problems.append(list);
         problems.hidden = false;
         status.textContent = "";
         return;
