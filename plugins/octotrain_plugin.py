@@ -17,6 +17,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 URL_PREFIX = "/octotrain"
 # The console's route in Airflow's UI (/plugin/<route>), to which the pages link back
 CONSOLE_ROUTE = "octotrain-tasks"
+# Its entry in Airflow's navigation: a 56 px button whose label Airflow cuts with an ellipsis
+# ("Training tasks" read "Training t…"), so one short word; Airflow's iframe has it as title.
+CONSOLE_NAME = "Training"
+# The entry's icon, one per theme (an <img> cannot take the bar's colour): paths relative to
+# Airflow's <base href>, so they hold under a base URL with a path too; served by the plugin.
+CONSOLE_ICON = f"{URL_PREFIX.lstrip('/')}/ui/static/nav_icon_light.svg"
+CONSOLE_ICON_DARK_MODE = f"{URL_PREFIX.lstrip('/')}/ui/static/nav_icon_dark.svg"
 
 
 class AppOnFirstRequest:
@@ -52,9 +59,11 @@ class OctotrainPlugin(AirflowPlugin):
         for name in ("metrics", "resources", "logs")
     ] + [
         {
-            "name": "Training tasks",
+            "name": CONSOLE_NAME,
             "href": f"{URL_PREFIX}/ui/tasks",
             "destination": "nav",
             "url_route": CONSOLE_ROUTE,
+            "icon": CONSOLE_ICON,
+            "icon_dark_mode": CONSOLE_ICON_DARK_MODE,
         }
     ]

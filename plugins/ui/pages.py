@@ -32,7 +32,7 @@ from octotrain.catalog.last_run_status import LastRunStatus, last_run_status
 from octotrain.catalog.models import RunState
 from octotrain.catalog.projects import Projects
 from octotrain.catalog.views import RunView, TaskView
-from octotrain.contracts import dag_id_for, task_id_from_dag_id
+from octotrain.contracts import task_id_from_dag_id
 from octotrain.errors import NotFound
 from octotrain.run_lifecycle import ACTIVE_RUN_STATES, find_run
 from octotrain.task_choices import task_form_choices
@@ -40,6 +40,17 @@ from octotrain.task_spec import MAX_VERSION_NUMBER
 from octotrain.tasks import Tasks
 from plugins.api.auth import CurrentScope
 from plugins.octotrain_plugin import CONSOLE_ROUTE, URL_PREFIX
+from plugins.ui.task_list import (
+    FIFTY_PER_PAGE,
+    PAGE_SIZES,
+    SORT_BY_ID,
+    ListQuery,
+    PageSize,
+    TaskSort,
+    page_links,
+    page_of,
+    sorted_tasks,
+)
 from plugins.ui.task_shown import shown_task_document
 
 HERE = Path(__file__).parent
@@ -56,6 +67,8 @@ STATIC_FILES = {
     "catalog.js": (STATIC / "catalog.js", "text/javascript"),
     "algorithm_form.js": (STATIC / "algorithm_form.js", "text/javascript"),
     "pages.css": (STATIC / "pages.css", "text/css"),
+    "nav_icon_light.svg": (STATIC / "nav_icon_light.svg", "image/svg+xml"),
+    "nav_icon_dark.svg": (STATIC / "nav_icon_dark.svg", "image/svg+xml"),
     "echarts.min.js": (HERE / "node_modules/echarts/dist/echarts.min.js", "text/javascript"),
 }
 _templates = jinja2.Environment(
@@ -73,7 +86,8 @@ def _utc_iso(moment: datetime) -> str:
 
 
 _templates.filters["iso"] = _utc_iso
-RECENT_RUNS = 5
+# The list shows a task's latest runs; its page shows them all.
+RECENT_RUNS = 3
 AirflowId = Annotated[str, PathParameter(min_length=1, max_length=250)]
 TaskId = Annotated[int, PathParameter(ge=1, le=MAX_VERSION_NUMBER)]
 RUN_STATES = tuple(str(state) for state in RunState)
@@ -167,21 +181,34 @@ def tasks_page(
     scope: CurrentScope,
     status: Annotated[LastRunStatus | None, BeforeValidator(_any_is_none), Query()] = None,
     q: Annotated[str, Query(max_length=64)] = "",
+    sort: Annotated[TaskSort, Query()] = SORT_BY_ID,
+    page: Annotated[int, Query(ge=1, le=MAX_VERSION_NUMBER)] = 1,
+    per_page: Annotated[PageSize, Query()] = FIFTY_PER_PAGE,
 ) -> HTMLResponse:
-    """The "Training tasks" entry of Airflow's navigation: the tasks of the user's projects,
-    by project, each with its latest runs and their Metrics, Resources and Logs tabs; filtered
+    """The "Training" entry of Airflow's navigation: the tasks of the user's projects, by
+    project, each with its latest runs and their Metrics, Resources and Logs tabs; filtered
     by the last run's status (``never``: not run yet), as ``GET /tasks?status=`` is, and a
-    part of the name."""
+    part of the name; sorted and paged (``plugins/ui/task_list.py``)."""
+    base = f"{request.scope.get('root_path', '')}/ui/tasks"
+    view = ListQuery(base, q, status, sort.value, page, per_page.value)
     with default_catalog().session() as session:
-        tasks = [
-            (TaskView.of(task), [RunView.of(run) for run in reversed(task.runs[-RECENT_RUNS:])])
+        matching = [
+            task
             for task in Tasks(session, scope).list()
             if q.casefold() in task.name.casefold() and status in (None, last_run_status(task))
         ]
+        ordered = sorted(sorted_tasks(matching, view.sort), key=lambda task: task.project.name)
+        shown = page_of(ordered, page, per_page.value)
+        tasks = [
+            (TaskView.of(task), [RunView.of(run) for run in reversed(task.runs[-RECENT_RUNS:])],
+             len(task.runs))
+            for task in shown.tasks
+        ]  # fmt: skip
         projects = [project.name for project in Projects(session, scope).list()]
     groups = [(name, [item for item in tasks if item[0].project == name]) for name in projects]
     return _render("tasks.html", request, groups=groups, status=status, q=q, states=RUN_STATES,
-                   dag_id_for=dag_id_for)  # fmt: skip
+                   view=view, page=shown, page_links=page_links(shown.number, shown.count),
+                   page_sizes=PAGE_SIZES)  # fmt: skip
 
 
 @router.get("/tasks/new", response_class=HTMLResponse)

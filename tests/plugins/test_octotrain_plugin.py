@@ -91,10 +91,18 @@ def test_airflow_lists_the_run_tabs_and_the_navigation_entry(
     plugins = airflow_api_server.get("/api/v2/plugins", headers=alice).json()["plugins"]
     (ours,) = [plugin for plugin in plugins if plugin["name"] == "octotrain"]
     views = {view["name"]: view for view in ours["external_views"]}
-    assert list(views) == ["Metrics", "Resources", "Logs", "Training tasks"]
+    assert list(views) == ["Metrics", "Resources", "Logs", "Training"]
     for name in ("metrics", "resources", "logs"):
         tab = views[name.title()]
         assert tab["destination"] == "dag_run" and tab["url_route"] == f"octotrain-{name}"
         assert tab["href"] == f"/octotrain/ui/dags/{{DAG_ID}}/runs/{{RUN_ID}}/{name}"
-    assert views["Training tasks"]["destination"] == "nav"
-    assert views["Training tasks"]["href"] == "/octotrain/ui/tasks"
+    console = views["Training"]  # a label Airflow's 56 px navigation button shows whole
+    assert console["destination"] == "nav" and console["url_route"] == "octotrain-tasks"
+    assert console["href"] == "/octotrain/ui/tasks"
+    # an icon per theme, relative to Airflow's <base href>, served by the plugin behind the login
+    for field, theme in (("icon", "light"), ("icon_dark_mode", "dark")):
+        assert console[field] == f"octotrain/ui/static/nav_icon_{theme}.svg"
+        assert airflow_api_server.get(f"/{console[field]}").status_code == 401
+        icon = airflow_api_server.get(f"/{console[field]}", headers=alice)
+        assert icon.status_code == 200 and icon.headers["content-type"] == "image/svg+xml"
+        assert icon.text.startswith("<svg") and "<title>Training</title>" in icon.text

@@ -65,7 +65,7 @@ def test_create_see_an_error_run_and_stop_in_the_console(airflow: LiveAirflow) -
 
         # Inside Airflow's UI: a click on the run's Metrics goes to that tab of the DAG run
         page.goto(f"{airflow.url}/plugin/octotrain-tasks")
-        console = airflow_frame(page, "Training tasks")
+        console = airflow_frame(page, "Training")
         console.locator("tr", has_text="console-task").get_by_role("link", name="Metrics").click()
         expect(page).to_have_url(
             re.compile(re.escape(f"/runs/{quote(run_id, safe='')}/plugin/octotrain-metrics") + "$")
@@ -90,7 +90,7 @@ def test_links_copy_and_delete_inside_airflows_ui(airflow: LiveAirflow) -> None:
     with chromium() as browser:
         page = signed_in(browser.new_context(viewport={"width": 1600, "height": 900}), airflow)
         page.goto(f"{airflow.url}/plugin/octotrain-tasks")
-        console = airflow_frame(page, "Training tasks")
+        console = airflow_frame(page, "Training")
         console.get_by_role("link", name="linked-task").click()  # within the console
         expect(console.locator("#task-page[data-ready=true]")).to_be_attached()
         expect(page).to_have_url(re.compile(r"/plugin/octotrain-tasks/octotrain/ui/tasks/\d+$"))
@@ -172,4 +172,4 @@ def test_a_tab_of_another_dags_run_says_it_is_not_a_training_run(airflow: LiveAi
         page.screenshot(path=screenshot_path("not-a-training-run-dark"))
         tab.get_by_role("link", name="Training tasks").click()
         expect(page).to_have_url(re.compile(r"/plugin/octotrain-tasks(/|$)"))
-        expect(airflow_frame(page, "Training tasks").locator("#tasks-page")).to_be_visible()
+        expect(airflow_frame(page, "Training").locator("#tasks-page")).to_be_visible()
