@@ -73,9 +73,12 @@ class LocalFolderStore:
         progress: Progress | None = None,
     ) -> ObjectInfo:
         # Plain strings and no existence check first: staging reads many small objects, and
-        # opening the source tells whether it exists anyway.
+        # opening the source tells whether it exists anyway. Its folders are made beforehand:
+        # one stat then, not makedirs' failed mkdir, exception and stat for each file.
         source = f"{self.root}/{validate_key(key)}"
-        os.makedirs(os.path.dirname(destination), exist_ok=True)
+        parent = os.path.dirname(destination)
+        if not os.path.isdir(parent):
+            os.makedirs(parent, exist_ok=True)
         try:
             digest, size, modified = copy_hashing(source, destination, progress)
         except FileNotFoundError:

@@ -177,15 +177,18 @@ class NodeCache:
         record.unlink(missing_ok=True)
         discard(path)
         folder = self.root / ".incoming" / f"view-{path.name[:16]}-{uuid.uuid4().hex[:8]}"
-        relatives = []
+        files = {}
         for part in parts:
             source, target = f"{self.entry_path(part.digest)}/", f"{folder}/{part.name}/"
             for parent in {os.path.dirname(relative) for relative in part.manifest}:
                 os.makedirs(target + parent, exist_ok=True)
+            # The links are the entry's files (same inodes): already read-only, and their
+            # modification times are the entry's record, so neither is done twice per file.
+            entry_files = (_read_json(self._record(part.digest)) or {})["files"]
             for relative in part.manifest:
                 os.link(source + relative, target + relative)
-                relatives.append(f"{part.name}/{relative}")
-        files = _seal(folder, relatives)
+                files[f"{part.name}/{relative}"] = entry_files[relative]
+        _seal_folders(folder)
         folder.replace(path)
         _write_json(record, {"files": files, "digests": [part.digest for part in parts]})
         return path
@@ -287,9 +290,13 @@ def _seal(folder: Path, relatives: list[str]) -> dict[str, int]:
     for relative in relatives:
         os.chmod(base + relative, READ_ONLY_FILE)
         files[relative] = os.stat(base + relative).st_mtime_ns
+    _seal_folders(folder)
+    return files
+
+
+def _seal_folders(folder: Path) -> None:
     for path, _folders, _files in os.walk(folder):
         os.chmod(path, READ_ONLY_FOLDER)
-    return files
 
 
 def _unchanged(base: str, expected: dict[str, tuple[int, int | None]]) -> bool:

@@ -13,10 +13,11 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hooks.node_cache import WHOLE, NodeCache, ViewPart, discard, expose, human_bytes
 from octotrain.contracts import NodeFolders
@@ -26,6 +27,9 @@ from octotrain.storage import ObjectStore, ObjectStoreError, prefix_of
 
 Note = Callable[[str], None]
 PROGRESS_EVERY_SECONDS = 2.0
+# What one download thread takes at a time, at most: files, and bytes.
+BATCH_FILES = 32
+BATCH_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -218,10 +222,26 @@ def _download(
     for parent in {os.path.dirname(relative) for relative in source.manifest}:
         os.makedirs(target + parent, exist_ok=True)
 
-    def fetch(item: tuple[str, dict[str, object]]) -> None:
-        relative, entry = item
-        store.get_file(base + relative, Path(target + relative), checksum=str(entry["blake3"]),
-                       progress=progress.add)  # fmt: skip
+    def fetch(batch: list[tuple[str, dict[str, Any]]]) -> None:
+        for relative, entry in batch:
+            store.get_file(base + relative, Path(target + relative),
+                           checksum=str(entry["blake3"]), progress=progress.add)  # fmt: skip
 
     # list() so that the first failure is raised here, after the others have ended.
-    list(pool.map(fetch, sorted(source.manifest.items())))
+    list(pool.map(fetch, _batches(sorted(source.manifest.items()))))
+
+
+def _batches(items: list[tuple[str, dict[str, Any]]]) -> Iterator[list[tuple[str, Any]]]:
+    """Small files go to the download threads a few at a time: a future per file costs more
+    than copying a small file's bytes. A batch stays small in bytes, so that large files
+    still spread over every thread."""
+    batch: list[tuple[str, Any]] = []
+    size = 0
+    for item in items:
+        if batch and (len(batch) == BATCH_FILES or size + int(item[1]["size"]) > BATCH_BYTES):
+            yield batch
+            batch, size = [], 0
+        batch.append(item)
+        size += int(item[1]["size"])
+    if batch:
+        yield batch

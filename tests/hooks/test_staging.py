@@ -45,3 +45,11 @@ def test_many_files_and_a_large_one_are_staged_verified_with_progress(
     progress = [n for n in notes if re.search(r"of 11\.\d MiB \(\d+%\) at .*/s, ETA \d+s", n)]
     assert progress, notes
     assert notes[0].startswith("downloading 11.") and "for 1 input(s)" in notes[0]
+
+
+def test_small_files_go_to_the_threads_in_batches_and_large_ones_alone() -> None:
+    small = [(f"s{n:03}", {"size": 1000}) for n in range(70)]
+    large = [(f"l{n}", {"size": 64 * MIB}) for n in range(3)]
+    batches = list(hooks.staging._batches(small + large))
+    assert [len(batch) for batch in batches] == [32, 32, 6, 1, 1, 1]
+    assert [item for batch in batches for item in batch] == small + large
