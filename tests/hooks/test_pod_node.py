@@ -137,6 +137,21 @@ def test_sync_uploads_only_what_changed(store: LocalFolderStore, tmp_path: Path)
     assert read_text(store, puts[0]) == "epoch 1\nepoch 2\n"
 
 
+def test_sync_uploads_the_checkpoint_while_the_training_runs_when_it_is_due(
+    store: LocalFolderStore, tmp_path: Path
+) -> None:
+    work = work_folder(tmp_path)
+    (work / "checkpoint").mkdir()
+    saved = work / "checkpoint" / "step-10.pt"
+    saved.write_bytes(b"state")
+    os.utime(saved, (time.time() - 10, time.time() - 10))  # written a while ago: settled
+    sidecar = NodeSync(store, prefix=PREFIX, task_id=7, node_index="distributed-0", work=work,
+                       run_id="manual-1", checkpoint_every=0)  # fmt: skip
+    sidecar.sync()
+    manifest = read_json(store, f"{PREFIX}/checkpoints/distributed-0.json")
+    assert list(manifest["files"]) == ["step-10.pt"] and manifest["run_id"] == "manual-1"
+
+
 def test_sync_notes_the_problems_of_the_meta_file_once(
     store: LocalFolderStore, tmp_path: Path
 ) -> None:
