@@ -62,6 +62,10 @@ def airflow_environment(settings: Settings, *, port: int) -> dict[str, str]:
             "AIRFLOW__API__HOST": "127.0.0.1",
             "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
             "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+            # Every Airflow process of the embedded default shares one host: a task start's call
+            # to the execution API may wait seconds for CPU there, and Airflow's 5 s timeout
+            # then fails the task at its start (seen with the machine's cores busy).
+            "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "30",
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "10",
             "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "10",
             "OCTOTRAIN_STATE_DIR": str(settings.state_dir),
