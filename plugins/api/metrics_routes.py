@@ -3,7 +3,9 @@
 Metrics: the judged meta file of a node (its valid charts and the exact problems of the rest),
 one chart's points cut to about ``points`` per line by a peak-preserving downsampling (or only
 the points after ``after``, for a live chart's refresh), and the raw points as CSV. Resources:
-one node's samples (CPU, memory, each GPU), and which collector packages its image lacks.
+one node's samples (CPU, memory, each GPU), which collector packages its image lacks, and
+how many GPUs a node of the run was given (so that a node without GPUs is not told it cannot
+measure them).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import csv
 import io
 import math
 from collections.abc import Iterator
-from typing import Annotated
+from typing import Annotated, Any, NamedTuple
 from urllib.parse import quote
 
 import numpy as np
@@ -81,19 +83,37 @@ class SeriesView(BaseModel):
 
 
 class ResourcesView(BaseModel):
+    """One node's samples; ``live`` while the run may still add some; ``gpu_count``: the GPUs
+    of each node by the run's resource spec, ``None`` for a run that ended before its plan."""
+
     node: str
     nodes: list[str]
     live: bool
+    gpu_count: int | None
     missing: list[str]
     skipped: int
     timestamps: list[float | None]
     columns: dict[str, list[float | None]]
 
 
-def _metrics(task_id: int, run_id: int, scope: CurrentScope) -> tuple[RunMetrics, bool]:
+class _RunCharts(NamedTuple):
+    metrics: RunMetrics
+    live: bool
+    gpu_count: int | None
+
+
+def _metrics(task_id: int, run_id: int, scope: CurrentScope) -> _RunCharts:
     with default_catalog().session() as session:
         run = Tasks(session, scope).run(task_id, run_id)
-        return metrics_of(run), run.state in ACTIVE_RUN_STATES
+        return _RunCharts(metrics_of(run), run.state in ACTIVE_RUN_STATES, _gpu_count(run.plan))
+
+
+def _gpu_count(plan: dict[str, Any]) -> int | None:
+    """The GPUs per node of the run's plan (its resource spec when it started: a spec edited
+    since does not change what the run had); ``None`` when validate never planned the run."""
+    resources = plan.get("resources")
+    count = resources.get("gpu_count") if isinstance(resources, dict) else None
+    return count if isinstance(count, int) else None
 
 
 def _node(metrics: RunMetrics, node: str | None) -> str:
@@ -106,7 +126,7 @@ def _node(metrics: RunMetrics, node: str | None) -> str:
 def list_charts(
     task_id: TaskId, run_id: RunId, scope: CurrentScope, node: Node = None
 ) -> MetricsView:
-    metrics, live = _metrics(task_id, run_id, scope)
+    metrics, live, _ = _metrics(task_id, run_id, scope)
     chosen = _node(metrics, node)
     meta = metrics.meta(chosen)
     return MetricsView(
@@ -132,7 +152,7 @@ def chart_points(
     points: Points = DEFAULT_POINTS,
     after: Annotated[int, Query(ge=0, description="only points after the first `after`")] = 0,
 ) -> SeriesView:
-    metrics, _ = _metrics(task_id, run_id, scope)
+    metrics, _, _ = _metrics(task_id, run_id, scope)
     columns = metrics.chart(_node(metrics, node), name)
     chart = columns.chart
     total = columns.count
@@ -159,7 +179,7 @@ def chart_points(
 def chart_csv(
     task_id: TaskId, run_id: RunId, name: ChartName, scope: CurrentScope, node: Node = None
 ) -> StreamingResponse:
-    metrics, _ = _metrics(task_id, run_id, scope)
+    metrics, _, _ = _metrics(task_id, run_id, scope)
     chosen = _node(metrics, node)
     columns = metrics.chart(chosen, name)
     filename = f"task-{task_id}-run-{run_id}-{chosen}-{name}.csv"
@@ -175,7 +195,7 @@ def resources(
     task_id: TaskId, run_id: RunId, scope: CurrentScope, node: Node = None,
     points: Points = DEFAULT_POINTS,
 ) -> ResourcesView:  # fmt: skip
-    metrics, live = _metrics(task_id, run_id, scope)
+    metrics, live, gpu_count = _metrics(task_id, run_id, scope)
     chosen = _node(metrics, node)
     samples = metrics.resources(chosen)
     columns = {name: np.array(values) for name, values in samples.columns.items()}
@@ -184,6 +204,7 @@ def resources(
         node=chosen,
         nodes=metrics.nodes,
         live=live,
+        gpu_count=gpu_count,
         missing=samples.missing,
         skipped=samples.skipped,
         timestamps=_gaps(np.array(samples.timestamps)[kept]) if columns else [],

@@ -1,10 +1,12 @@
 // The "Metrics" and "Resources" pages: ECharts line charts of a run, live while it runs.
 // Metrics: up to six charts as the meta file declares them (one or two y axes, up to four
-// series), each with full screen, PNG and CSV downloads, smoothing (TensorBoard's debiased
-// EMA, the raw line faint behind), zoom by box or slider and its reset, x by step or wall
-// time. Resources: one chart per node of CPU, memory and each GPU; CPU shown first; a click
-// on a legend entry shows only that line, a double click shows them all.
-// Names and texts from the run are only ever set as text, never parsed as HTML.
+// series), each with full screen, PNG (titled, without the controls) and CSV downloads,
+// smoothing (TensorBoard's debiased EMA, the raw line faint behind and in the tooltip), zoom
+// (the wheel or the slider on x, the y range following the data in view; a box on x and y) and
+// its reset, a log scale for y, x by step or wall time. Resources: one chart per node of CPU,
+// memory and each GPU; CPU shown first; a click on a legend entry shows only that line, a
+// double click shows them all. The charts take Airflow's light or dark theme, and follow it.
+// Names and texts from the run are only ever set as text, or escaped, never parsed as HTML.
 "use strict";
 
 const page = document.getElementById("charts-page");
@@ -13,9 +15,21 @@ const kind = page.dataset.kind;
 const $ = (id) => document.getElementById(id);
 const REFRESH_MS = 5000;
 const DOUBLE_CLICK_MS = 400;
-const charts = new Map();  // name → {chart, meta, data, card}
+// Up to this many points a line shows a marker at each one: a short run's one or two samples
+// are otherwise invisible (a line needs two points).
+const FEW_POINTS = 40;
+// A single resource sample is shown this far from either end of the x axis (the sampler's
+// interval): ECharts would otherwise widen a time axis of one instant to two days.
+const SINGLE_SAMPLE_PAD_MS = 2000;
+const SIGNIFICANT_DIGITS = 6;
+const DAY_MS = 24 * 3600 * 1000;
+const charts = new Map();  // name → {chart, card, redraw(), …}
 let node = null;
 let live = page.dataset.live === "true";
+
+function plural(count, noun) {
+  return `${count} ${noun}${count === 1 ? "" : "s"}`;
+}
 
 function notice(text, items = [], problem = false) {
   const box = element("div", text, problem ? "notice problem" : "notice");
@@ -62,60 +76,225 @@ function fullScreen(box, chart) {
   });
 }
 
-function downloadPng(name, chart) {
-  return button("PNG", () => {
-    const link = element("a");
-    link.href = chart.getDataURL({ type: "png", pixelRatio: 2, backgroundColor: "#fff" });
-    link.download = `${name}.png`;
-    link.click();
-  });
+// ---- theme ------------------------------------------------------------------------------------
+
+// The page's colour variables (Airflow's tokens inside Airflow) as rgba(): they may be oklch()
+// or other CSS colours, which ECharts cannot parse; a canvas converts any of them.
+const colourProbe = document.createElement("canvas").getContext("2d", { willReadFrequently: true });
+
+function cssColour(variable) {
+  const value = getComputedStyle(document.documentElement).getPropertyValue(variable).trim();
+  colourProbe.clearRect(0, 0, 1, 1);
+  colourProbe.fillStyle = "#808080";
+  colourProbe.fillStyle = value || "#808080";
+  colourProbe.fillRect(0, 0, 1, 1);
+  const [red, green, blue, alpha] = colourProbe.getImageData(0, 0, 1, 1).data;
+  return `rgba(${red}, ${green}, ${blue}, ${(alpha / 255).toFixed(3)})`;
+}
+
+// Halfway between two rgba() colours.
+function mix(one, other) {
+  const parts = (colour) => colour.slice(5, -1).split(",").map(Number);
+  const [a, b] = [parts(one), parts(other)];
+  return `rgba(${a.map((value, index) => (index < 3 ? Math.round((value + b[index]) / 2) : value)).join(", ")})`;
+}
+
+function dark() {
+  return document.documentElement.dataset.theme === "dark";
+}
+
+// ECharts' classic palette, and lighter versions of it that read on a dark background.
+const PALETTES = {
+  light: ["#5470c6", "#91cc75", "#fac858", "#ee6666", "#73c0de", "#3ba272"],
+  dark: ["#7f9cf5", "#a5d98d", "#fcd664", "#ff8a8a", "#8fd3ec", "#5ec48f"],
+};
+
+function colours() {
+  return {
+    fg: cssColour("--fg"), muted: cssColour("--fg-muted"), panel: cssColour("--bg-panel"),
+    subtle: cssColour("--bg-subtle"), border: cssColour("--border"),
+    strong: cssColour("--border-emphasized"), accent: cssColour("--accent"),
+    font: getComputedStyle(document.body).fontFamily,
+    palette: PALETTES[dark() ? "dark" : "light"],
+  };
+}
+
+// An ECharts theme of the page's colours: text, axes, grid lines, tooltip, legend, toolbox
+// and the zoom slider.
+function chartTheme() {
+  const c = colours();
+  const axis = {
+    axisLine: { lineStyle: { color: c.strong } }, axisTick: { lineStyle: { color: c.strong } },
+    axisLabel: { color: c.muted }, splitLine: { lineStyle: { color: c.border } },
+    nameTextStyle: { color: c.muted },
+  };
+  return {
+    darkMode: dark(), color: c.palette, backgroundColor: "transparent",
+    textStyle: { color: c.fg, fontFamily: c.font },
+    legend: { textStyle: { color: c.fg }, inactiveColor: mix(c.muted, c.strong), pageTextStyle: { color: c.muted } },
+    tooltip: { backgroundColor: c.panel, borderColor: c.strong, textStyle: { color: c.fg } },
+    axisPointer: { lineStyle: { color: c.strong }, label: { backgroundColor: c.muted, color: c.panel } },
+    toolbox: { iconStyle: { borderColor: c.muted }, emphasis: { iconStyle: { borderColor: c.accent } } },
+    dataZoom: {
+      borderColor: c.border, textStyle: { color: c.muted }, fillerColor: "rgba(128, 128, 128, 0.15)",
+      handleStyle: { color: c.panel, borderColor: c.strong }, moveHandleStyle: { color: c.strong },
+      dataBackground: { lineStyle: { color: c.strong }, areaStyle: { color: c.border } },
+      selectedDataBackground: { lineStyle: { color: c.muted }, areaStyle: { color: c.strong } },
+      brushStyle: { color: "rgba(128, 128, 128, 0.2)" },
+    },
+    valueAxis: axis, logAxis: axis, timeAxis: axis,
+    line: { symbol: "circle" },
+  };
+}
+
+document.addEventListener("octotrain:theme", () => {
+  const theme = chartTheme();
+  for (const entry of charts.values()) {
+    entry.chart.setTheme(theme);
+    entry.redraw();  // series colours come from the theme's palette
+  }
+});
+
+// ---- shared by both pages ---------------------------------------------------------------------
+
+function significant(value) {
+  if (!Number.isFinite(value)) return "—";
+  return Number.isInteger(value) ? String(value) : String(Number(value.toPrecision(SIGNIFICANT_DIGITS)));
+}
+
+// A time axis's labels in Airflow's timezone and format (ECharts would use the browser's):
+// the time of day, with the date when the axis spans more than a day.
+function timeLabels(spanMs) {
+  return { formatter: (value) => {
+    const text = formatDateTime(new Date(value));
+    return spanMs > DAY_MS ? text.slice(5, 16) : text.slice(11);
+  }, hideOverlap: true };
+}
+
+function escapeHtml(text) {
+  const made = element("span", String(text));
+  return made.innerHTML;
+}
+
+// The axis tooltip: the x value, then each line's value to six significant digits, and the
+// raw value next to a smoothed one (a point's third value).
+function tooltipFormatter(xLabel, byTime, unit = "") {
+  return (params) => {
+    if (!params.length) return "";
+    const x = params[0].value[0];
+    const head = byTime ? formatDateTime(new Date(x)) : `${xLabel} ${significant(x)}`;
+    const rows = params.map((point) => {
+      const [, shown, raw] = point.value;
+      const rawText = raw === undefined ? "" : ` <span class="raw">raw ${significant(raw)}${unit}</span>`;
+      return `${point.marker}${escapeHtml(point.seriesName)} <b>${significant(shown)}${unit}</b>${rawText}`;
+    });
+    return [`<b>${escapeHtml(head)}</b>`, ...rows].join("<br>");
+  };
+}
+
+// The chart as a PNG with its title and the run it is of above it, without the toolbox and
+// the zoom slider, on the theme's background.
+async function savePng(chart, title, subtitle, fileName) {
+  const c = colours();
+  const ratio = 2;
+  const image = new Image();
+  image.src = chart.getDataURL({ type: "png", pixelRatio: ratio, backgroundColor: c.panel,
+                                 excludeComponents: ["toolbox", "dataZoom"] });
+  await image.decode();
+  const heading = 52 * ratio;
+  const canvas = element("canvas");
+  canvas.width = image.width;
+  canvas.height = image.height + heading;
+  const context = canvas.getContext("2d");
+  context.fillStyle = c.panel;
+  context.fillRect(0, 0, canvas.width, canvas.height);
+  context.fillStyle = c.fg;
+  context.font = `600 ${16 * ratio}px ${c.font}`;
+  context.fillText(title, 12 * ratio, 24 * ratio, canvas.width - 24 * ratio);
+  context.fillStyle = c.muted;
+  context.font = `${12 * ratio}px ${c.font}`;
+  context.fillText(subtitle, 12 * ratio, 44 * ratio, canvas.width - 24 * ratio);
+  context.drawImage(image, 0, heading);
+  const link = element("a");
+  link.href = canvas.toDataURL("image/png");
+  link.download = `${fileName}.png`;
+  link.click();
+}
+
+function pngButton(chart, title, subtitle, fileName) {
+  const made = button("PNG", () => savePng(chart, title, subtitle, fileName).catch(fail));
+  made.title = "the chart with its title, without the controls";
+  return made;
+}
+
+function runLabel() {
+  return `${page.dataset.task} · run ${page.dataset.run} · node ${node}`;
 }
 
 // ---- metrics ----------------------------------------------------------------------------------
 
-function pairs(xs, ys) {
+function nanForNull(values) {
+  return values.map((value) => (value === null ? NaN : value));
+}
+
+// [x, y] points, or [x, y, raw] for a smoothed line (the tooltip shows both).
+function pairs(xs, ys, raws) {
   const out = new Array(xs.length);
-  for (let i = 0; i < xs.length; i += 1) out[i] = [xs[i], ys[i] === null ? NaN : ys[i]];
+  for (let i = 0; i < xs.length; i += 1) out[i] = raws ? [xs[i], ys[i], raws[i]] : [xs[i], ys[i]];
   return out;
+}
+
+// Why y cannot be drawn on a log scale: the lines with values of 0 or less; "" when it can.
+function logRefusal(entry) {
+  const offending = entry.meta.lines
+    .map((line) => [line, entry.data.lines[line].filter((value) => value !== null && value <= 0).length])
+    .filter(([, count]) => count);
+  if (!offending.length) return "";
+  const which = offending.map(([line, count]) => `${line} has ${plural(count, "value")} ≤ 0`).join(", ");
+  return `A log scale needs values above 0: ${which}.`;
 }
 
 function metricsOption(entry) {
   const { meta, data, state } = entry;
+  const palette = PALETTES[dark() ? "dark" : "light"];
   const byTime = state.axis === "time" && data.timestamps;
   const xs = byTime ? data.timestamps.map((t) => (t === null ? NaN : t * 1000)) : data.x;
+  const few = xs.length <= FEW_POINTS;
   const series = [];
   meta.lines.forEach((line, index) => {
-    const raw = data.lines[line];
-    const axis = meta.series.length ? 0 : index;
-    const base = { type: "line", yAxisIndex: axis, showSymbol: false, animation: false, sampling: "lttb" };
+    const raw = nanForNull(data.lines[line]);
+    // A raw line takes its smoothed line's colour.
+    const base = { type: "line", yAxisIndex: meta.series.length ? 0 : index, color: palette[index % palette.length],
+                   showSymbol: few, symbolSize: 6, animation: false, sampling: "lttb" };
     if (state.smooth) {
       series.push({ ...base, name: `${line} (raw)`, data: pairs(xs, raw), silent: true,
                     lineStyle: { opacity: 0.25 }, itemStyle: { opacity: 0.25 }, tooltip: { show: false } });
-      const smoothed = OctotrainSmoothing.smooth(raw.map((v) => (v === null ? NaN : v)), state.weight);
-      series.push({ ...base, name: line, data: pairs(xs, smoothed) });
+      const smoothed = OctotrainSmoothing.smooth(raw, state.weight);
+      series.push({ ...base, name: line, data: pairs(xs, smoothed, raw) });
     } else {
       series.push({ ...base, name: line, data: pairs(xs, raw) });
     }
   });
-  // A raw line takes its smoothed line's colour: pairs of series share a palette entry.
-  const palette = ["#5470c6", "#91cc75", "#fac858", "#ee6666", "#73c0de", "#3ba272"];
-  series.forEach((item, index) => {
-    const colour = palette[Math.floor(index / (state.smooth ? 2 : 1)) % palette.length];
-    item.color = colour;
-  });
   const yAxes = (meta.series.length ? [meta.ys[0]] : meta.ys).map((name, index) => ({
-    type: "value", name, scale: true, position: index ? "right" : "left",
+    type: state.log ? "log" : "value", name, scale: true, position: index ? "right" : "left",
+    nameTextStyle: { align: index ? "right" : "left" },
   }));
   return {
-    legend: { data: meta.lines, top: 0 },
-    tooltip: { trigger: "axis" },
-    grid: { left: 56, right: yAxes.length > 1 ? 56 : 24, top: 36, bottom: 64 },
+    // The legend and the toolbox share the top row; the axis names sit below them.
+    legend: { data: meta.lines, top: 4, left: 8, right: 112, type: "scroll" },
+    tooltip: { trigger: "axis", formatter: tooltipFormatter(meta.x, byTime) },
+    grid: { left: 56, right: yAxes.length > 1 ? 56 : 24, top: 64, bottom: 64 },
     xAxis: { type: byTime ? "time" : "value", name: byTime ? "time" : meta.x, scale: true,
-             nameLocation: "middle", nameGap: 24 },
+             nameLocation: "middle", nameGap: 24, ...(byTime ? { axisLabel: timeLabels(spanOf(xs)) } : {}) },
     yAxis: yAxes,
-    dataZoom: [{ type: "inside", filterMode: "none" }, { type: "slider", filterMode: "none", height: 18, bottom: 6 }],
-    toolbox: { right: 8, feature: { dataZoom: { yAxisIndex: "none", title: { zoom: "Zoom to a region", back: "Back" } },
-                                    restore: { title: "Reset" } } },
+    // x zooms by the wheel and the slider; "filter" leaves out the points outside the window,
+    // so that the y axes (scale: true) span only the data in view. The toolbox's box zoom
+    // sets x and y to the box.
+    dataZoom: [{ type: "inside", xAxisIndex: 0, filterMode: "filter" },
+               { type: "slider", xAxisIndex: 0, filterMode: "filter", height: 18, bottom: 6 }],
+    toolbox: { right: 8, top: 2, feature: {
+      dataZoom: { filterMode: "none", title: { zoom: "Zoom to a box (x and y)", back: "Back" } },
+      restore: { title: "Reset" } } },
     series,
   };
 }
@@ -124,12 +303,29 @@ function draw(entry) {
   entry.chart.setOption(metricsOption(entry), { notMerge: true });
 }
 
+function logToggle(entry, refusal) {
+  const label = element("label", " log y");
+  const toggle = element("input");
+  toggle.type = "checkbox";
+  toggle.className = "log-y";
+  label.prepend(toggle);
+  toggle.addEventListener("change", () => {
+    const why = toggle.checked ? logRefusal(entry) : "";
+    refusal.textContent = why;
+    if (why) toggle.checked = false;
+    entry.state.log = toggle.checked;
+    draw(entry);
+  });
+  return label;
+}
+
 function addMetricsChart(meta) {
   const { box, tools, plot } = card(meta.description, meta.name);
   box.dataset.chart = meta.name;
-  const chart = echarts.init(plot);
+  const chart = echarts.init(plot, chartTheme());
   const entry = { chart, meta: { ...meta, lines: meta.series.length ? meta.series : meta.ys },
-                  data: null, card: box, state: { smooth: meta.smooth, weight: 0.6, axis: "step" } };
+                  data: null, card: box, redraw: () => entry.data && draw(entry),
+                  state: { smooth: meta.smooth, weight: 0.6, axis: "step", log: false } };
   const smoothing = element("label", " smoothing");
   const toggle = element("input"); toggle.type = "checkbox"; toggle.checked = meta.smooth; toggle.className = "smooth";
   smoothing.prepend(toggle);
@@ -142,20 +338,28 @@ function addMetricsChart(meta) {
     shown.textContent = entry.state.weight.toFixed(3);
     if (entry.state.smooth) draw(entry);
   });
-  tools.append(smoothing, weight, shown);
+  // Two groups that wrap as wholes on a narrow card: how the chart is drawn, what to do with it.
+  const view = element("span", undefined, "view");
+  view.append(smoothing, weight, shown);
   if (meta.with_timestamp) {
     const axis = element("select"); axis.className = "x-axis"; axis.title = "x axis";
     axis.append(new Option(`x: ${meta.x}`, "step"), new Option("x: wall time", "time"));
     axis.addEventListener("change", () => { entry.state.axis = axis.value; draw(entry); });
-    tools.append(axis);
+    view.append(axis);
   }
+  const refusal = element("span", "", "refusal");
+  refusal.setAttribute("role", "alert");
+  view.append(logToggle(entry, refusal));
+  const actions = element("span", undefined, "actions");
   const reset = button("Reset zoom", () => chart.dispatchAction({ type: "dataZoom", start: 0, end: 100 }));
   const csv = element("a", "CSV", "button");
   csv.href = `${api}/metrics/${encodeURIComponent(meta.name)}/csv?node=${encodeURIComponent(node)}`;
   csv.setAttribute("download", "");
-  tools.append(reset, fullScreen(box, chart), downloadPng(meta.name, chart), csv);
+  actions.append(reset, fullScreen(box, chart),
+                 pngButton(chart, meta.description, `${meta.name} · ${runLabel()}`, meta.name), csv);
   entry.note = element("span", "", "muted skipped");
-  tools.append(entry.note);
+  tools.append(view, actions, refusal, entry.note);
+  entry.refusal = refusal;
   charts.set(meta.name, entry);
   return entry;
 }
@@ -169,9 +373,12 @@ async function loadMetrics() {
   node = listed.node;
   live = listed.live;
   nodeSelector(listed.nodes, node, (chosen) => { node = chosen; reset(); loadMetrics().catch(fail); });
-  if (!listed.declared) notice(`Node ${node} has not declared any metrics yet (no metrics.json in METRICS).`);
+  if (!listed.declared) {
+    notice(live ? `Node ${node} has not declared any metrics yet (no metrics.json in METRICS).`
+                : `Node ${node} declared no metrics in this run (no metrics.json in METRICS).`);
+  }
   if (listed.problems.length) {
-    notice(`metrics.json of node ${node} breaks ${listed.problems.length} rule(s); the charts that keep them are shown:`,
+    notice(`metrics.json of node ${node} breaks ${plural(listed.problems.length, "rule")}; the charts that keep them are shown:`,
            listed.problems.map((problem) => `${problem.field}: ${problem.rule}`), true);
   }
   await Promise.all(listed.charts.map(async (meta) => {
@@ -184,8 +391,8 @@ async function loadMetrics() {
 
 function showSkipped(entry) {
   const { skipped, total, downsampled } = entry.data;
-  const parts = [`${total} points${downsampled ? `, ${entry.data.x.length} drawn` : ""}`];
-  if (skipped) parts.push(`${skipped} unreadable lines skipped`);
+  const parts = [`${plural(total, "point")}${downsampled ? `, ${entry.data.x.length} drawn` : ""}`];
+  if (skipped) parts.push(`${plural(skipped, "unreadable line")} skipped`);
   entry.note.textContent = parts.join("; ");
 }
 
@@ -198,7 +405,15 @@ async function refreshMetrics() {
     if (entry.data.timestamps && fresh.timestamps) entry.data.timestamps.push(...fresh.timestamps);
     Object.assign(entry.data, { last: fresh.last, total: fresh.total, skipped: fresh.skipped });
     showSkipped(entry);
-    draw(entry);
+    if (entry.state.log && logRefusal(entry)) {
+      entry.state.log = false;
+      entry.card.querySelector("input.log-y").checked = false;
+      entry.refusal.textContent = logRefusal(entry);
+      draw(entry);
+      continue;
+    }
+    // Only the points change: the zoom (the slider's window, a box) stays as the user left it.
+    entry.chart.setOption({ series: metricsOption(entry).series });
   }
 }
 
@@ -232,54 +447,94 @@ function onlyOrAll(chart, names) {
   });
 }
 
+function spanOf(values) {
+  const finite = values.filter(Number.isFinite);
+  return finite.length ? Math.max(...finite) - Math.min(...finite) : 0;
+}
+
+// The x axis spans the samples' own times; one sample gets a short window around it.
+function sampleSpan(times) {
+  const finite = times.filter(Number.isFinite);
+  if (!finite.length) return {};
+  const [first, last] = [Math.min(...finite), Math.max(...finite)];
+  return first === last ? { min: first - SINGLE_SAMPLE_PAD_MS, max: last + SINGLE_SAMPLE_PAD_MS }
+                        : { min: first, max: last };
+}
+
+function resourceSeries(entry) {
+  const times = entry.samples.timestamps.map((t) => (t === null ? NaN : t * 1000));
+  return {
+    xAxis: { type: "time", ...sampleSpan(times), axisLabel: timeLabels(spanOf(times)) },
+    series: entry.columns.map((column, index) => ({
+      type: "line", name: entry.names[index], showSymbol: times.length <= FEW_POINTS, symbolSize: 6,
+      animation: false, data: pairs(times, nanForNull(entry.samples.columns[column] || [])),
+    })),
+  };
+}
+
+function resourcesOption(entry) {
+  return {
+    legend: { data: entry.names, selected: entry.selected, top: 4, left: 8, right: 8, type: "scroll" },
+    tooltip: { trigger: "axis", formatter: tooltipFormatter("time", true, " %") },
+    grid: { left: 48, right: 24, top: 56, bottom: 64 },
+    yAxis: { type: "value", min: 0, name: "%" },
+    dataZoom: [{ type: "inside", filterMode: "none" }, { type: "slider", filterMode: "none", height: 18, bottom: 6 }],
+    ...resourceSeries(entry),
+  };
+}
+
+// What the page says about collecting a node's usage: a missing psutil means nothing could be
+// measured; a missing pynvml matters only to a node that has GPUs (an unplanned run: unknown).
+function collectorNotices(samples) {
+  if (samples.missing.includes("psutil")) {
+    notice(`The image of node ${node} lacks psutil (pip install psutil pynvml): its resource usage `
+           + "cannot be collected.", [], true);
+  } else if (samples.missing.includes("pynvml") && samples.gpu_count !== 0) {
+    notice(`The image of node ${node} lacks pynvml (pip install pynvml): GPU usage cannot be `
+           + "collected; CPU and memory are shown.", [], true);
+  }
+}
+
 async function loadResources() {
   const samples = await getJson(`${api}/resources${node ? `?node=${encodeURIComponent(node)}` : ""}`);
   node = samples.node;
   live = samples.live;
   nodeSelector(samples.nodes, node, (chosen) => { node = chosen; reset(); loadResources().catch(fail); });
-  if (samples.missing.includes("psutil")) {
-    notice(`The image of node ${node} lacks psutil (pip install psutil pynvml): its resource usage `
-           + "cannot be collected.", [], true);
-  } else if (samples.missing.includes("pynvml")) {
-    notice(`The image of node ${node} lacks pynvml (pip install pynvml): GPU usage cannot be `
-           + "collected; CPU and memory are shown.", [], true);
-  }
+  collectorNotices(samples);
   const columns = Object.keys(samples.columns).filter((name) => name.endsWith("_percent"));
   if (!columns.length) {
-    if (!samples.missing.includes("psutil")) notice(`Node ${node} has no resource samples yet.`);
+    if (samples.missing.includes("psutil")) return;
+    notice(live ? `Node ${node} has no resource samples yet.`
+                : `Node ${node} of this run recorded no resource samples.`);
     return;
   }
   const { box, tools, plot } = card(`Resource usage of ${node}`, "percent");
-  const chart = echarts.init(plot);
-  const times = samples.timestamps.map((t) => (t === null ? NaN : t * 1000));
+  box.dataset.chart = "resources";
+  const chart = echarts.init(plot, chartTheme());
   const names = columns.map(resourceLabel);
-  const selected = Object.fromEntries(names.map((name) => [name, name === "CPU %"]));
-  chart.setOption({
-    legend: { data: names, selected, top: 0 },
-    tooltip: { trigger: "axis" },
-    grid: { left: 48, right: 24, top: 48, bottom: 64 },
-    xAxis: { type: "time" },
-    yAxis: { type: "value", min: 0, name: "%" },
-    dataZoom: [{ type: "inside", filterMode: "none" }, { type: "slider", filterMode: "none", height: 18, bottom: 6 }],
-    series: columns.map((column, index) => ({
-      type: "line", name: names[index], showSymbol: false, animation: false,
-      data: pairs(times, samples.columns[column]),
-    })),
-  });
+  const entry = { chart, card: box, columns, names, samples,
+                  selected: Object.fromEntries(names.map((name) => [name, name === "CPU %"])) };
+  // A redraw (a theme change) keeps the legend's selection as the user left it.
+  entry.redraw = () => {
+    entry.selected = chart.getOption().legend[0].selected;
+    chart.setOption(resourcesOption(entry), { notMerge: true });
+  };
+  chart.setOption(resourcesOption(entry));
   onlyOrAll(chart, names);
-  tools.append(fullScreen(box, chart), downloadPng(`resources-${node}`, chart),
-               element("span", "click a legend entry: only that line; double-click: all lines", "muted"));
-  charts.set("resources", { chart, card: box, columns });
+  tools.append(fullScreen(box, chart), pngButton(chart, `Resource usage of ${node}`, runLabel(), `resources-${node}`),
+               element("span", "click a legend entry: only that line; double-click: all lines", "muted"),
+               element("span", plural(samples.timestamps.length, "sample"), "muted samples"));
+  charts.set("resources", entry);
 }
 
 async function refreshResources() {
   const entry = charts.get("resources");
   if (!entry) { reset(); await loadResources(); return; }
-  const samples = await getJson(`${api}/resources?node=${encodeURIComponent(node)}`);
-  live = samples.live;
-  const times = samples.timestamps.map((t) => (t === null ? NaN : t * 1000));
+  entry.samples = await getJson(`${api}/resources?node=${encodeURIComponent(node)}`);
+  live = entry.samples.live;
+  entry.card.querySelector(".samples").textContent = plural(entry.samples.timestamps.length, "sample");
   // Only the data changes: the legend's selection and the zoom stay as the user left them.
-  entry.chart.setOption({ series: entry.columns.map((column) => ({ data: pairs(times, samples.columns[column] || []) })) });
+  entry.chart.setOption(resourceSeries(entry));
 }
 
 // ---- the page ---------------------------------------------------------------------------------

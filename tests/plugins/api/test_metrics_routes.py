@@ -122,6 +122,21 @@ def test_resources_name_missing_packages_and_every_gpu(api: Api) -> None:
     assert answer["timestamps"] == [2.0, 3.0, 4.0]
     empty = api.client.get(f"{base}/resources", headers=api.as_user("alice")).json()
     assert empty["columns"] == {} and empty["missing"] == []
+    assert answer["gpu_count"] is None  # a plan without resources: validate never planned it
+
+
+def test_resources_say_how_many_gpus_the_run_planned(api: Api) -> None:
+    """A node of a spec without GPUs is not to be told that it cannot measure them: the answer
+    carries the GPU count of the run's own plan, not of the spec as it is now."""
+    base, _ = new_run(api, "resources-gpus")
+    run_id = int(base.rsplit("/", 1)[1])
+    for gpus in (0, 2):
+        with default_catalog().session() as session:
+            run = session.get(Run, run_id)
+            assert run is not None
+            run.plan = run.plan | {"resources": {"spec": "small", "gpu_count": gpus}}
+        answer = api.client.get(f"{base}/resources", headers=api.as_user("alice")).json()
+        assert answer["gpu_count"] == gpus
 
 
 def test_other_projects_runs_are_not_found(api: Api) -> None:
