@@ -42,6 +42,7 @@ from plugins.api.auth import CurrentScope
 from plugins.octotrain_plugin import CONSOLE_ROUTE, URL_PREFIX
 from plugins.ui.task_list import (
     FIFTY_PER_PAGE,
+    MAX_PAGE,
     PAGE_SIZES,
     SORT_BY_ID,
     ListQuery,
@@ -182,7 +183,7 @@ def tasks_page(
     status: Annotated[LastRunStatus | None, BeforeValidator(_any_is_none), Query()] = None,
     q: Annotated[str, Query(max_length=64)] = "",
     sort: Annotated[TaskSort, Query()] = SORT_BY_ID,
-    page: Annotated[int, Query(ge=1, le=MAX_VERSION_NUMBER)] = 1,
+    page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
     per_page: Annotated[PageSize, Query()] = FIFTY_PER_PAGE,
 ) -> HTMLResponse:
     """The "Training" entry of Airflow's navigation: the tasks of the user's projects, by
@@ -197,6 +198,7 @@ def tasks_page(
             for task in Tasks(session, scope).list()
             if q.casefold() in task.name.casefold() and status in (None, last_run_status(task))
         ]
+        # grouped by project (a stable sort: each project's tasks keep the chosen order)
         ordered = sorted(sorted_tasks(matching, view.sort), key=lambda task: task.project.name)
         shown = page_of(ordered, page, per_page.value)
         tasks = [

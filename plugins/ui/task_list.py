@@ -22,6 +22,8 @@ from octotrain.catalog.models import TrainingTask
 PAGE_SIZES = (10, 25, 50, 100)
 DEFAULT_PAGE_SIZE = 50
 DEFAULT_SORT = "id"
+# A page number past the last shows the last page; this bound only keeps it a sane integer.
+MAX_PAGE = 2**31 - 1
 # The first click on a column sorts it this way: names and ids A→Z, times newest first,
 # priorities highest first (the one Airflow's scheduler runs first).
 FIRST_DIRECTION_DESCENDING = {"last_run", "created", "updated", "priority"}
