@@ -9,6 +9,7 @@ rendezvous, NCCL and Gloo connect the nodes on ports they pick themselves."""
 
 from __future__ import annotations
 
+from ipaddress import IPv4Network, IPv6Network
 from typing import Any
 
 from octotrain.kubernetes_config import EgressRule, KubernetesConfig
@@ -62,7 +63,7 @@ def _egress_rule(rule: EgressRule) -> dict[str, Any]:
     return ({"to": peers} if peers else {}) | ({"ports": ports} if ports else {})
 
 
-def _except(rule: EgressRule, cidr: Any) -> dict[str, Any]:
+def _except(rule: EgressRule, cidr: IPv4Network | IPv6Network) -> dict[str, Any]:
     """The exceptions that lie inside ``cidr`` (an ipBlock refuses any other)."""
     inside = [
         str(item)
