@@ -9,6 +9,7 @@ every ``every_seconds`` while the training runs, and everything at its end.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -34,6 +35,8 @@ from octotrain.storage import ObjectNotFound, ObjectStore
 # training has ended (a torn file must never become part of the latest checkpoint).
 SETTLE_SECONDS = 1.0
 MIB = 1024 * 1024
+# How much less CPU priority the live sync beside a training has (nice, 0-19).
+SYNC_NICENESS = 10
 # Files downloaded at once by a restore (each large one in parts by an S3 store, too).
 RESTORE_CONCURRENCY = 4
 
@@ -255,7 +258,10 @@ def _download_all(store: ObjectStore, manifest: CheckpointManifest, folder: Path
 
 class BackgroundCheckpointSync:
     """``CheckpointSync`` in a thread beside a node that trains in another process (the local
-    launcher's node task): a failed sync is noted and tried again at the next one."""
+    launcher's node task): a failed sync is noted and tried again at the next one. The thread
+    (and the copy threads it starts, which inherit it) runs at a lower CPU priority, so that on
+    a busy machine the training, not its checkpoint's upload, gets the CPU; the final sync,
+    once the training has ended, runs at the caller's."""
 
     def __init__(self, sync: CheckpointSync, *, poll_seconds: float = 0.5) -> None:
         self.checkpoints = sync
@@ -273,6 +279,8 @@ class BackgroundCheckpointSync:
         self._attempt(final=True)
 
     def _loop(self) -> None:
+        with contextlib.suppress(OSError):  # Linux: a thread's own nice value
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), SYNC_NICENESS)
         while not self._ended.wait(self.poll_seconds):
             self._attempt(final=False)
 

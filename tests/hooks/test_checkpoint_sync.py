@@ -6,12 +6,14 @@ where."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from hooks.checkpoint_sync import (
+    SYNC_NICENESS,
     BackgroundCheckpointSync,
     CheckpointSync,
     read_manifest,
@@ -214,3 +216,24 @@ def test_the_background_sync_uploads_while_the_training_runs_and_at_its_end(
     background.finish()
     manifest = read_manifest(store, RUN, "single-0")
     assert manifest is not None and sorted(manifest.files) == ["step-10.pt", "step-20.pt"]
+
+
+def test_the_background_sync_yields_the_cpu_to_the_training_but_not_at_the_end(
+    store: LocalFolderStore, tmp_path: Path
+) -> None:
+    sync = checkpoint_sync(store, tmp_path / "checkpoint", [])
+    niceness: dict[bool, int] = {}
+
+    def noted(*, final: bool = False) -> bool:
+        niceness[final] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        return False
+
+    sync.sync = noted  # type: ignore[method-assign]
+    background = BackgroundCheckpointSync(sync, poll_seconds=0.01)
+    background.start()
+    deadline = time.monotonic() + 10
+    while False not in niceness and time.monotonic() < deadline:
+        time.sleep(0.01)
+    background.finish()
+    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    assert niceness == {False: min(19, mine + SYNC_NICENESS), True: mine}
