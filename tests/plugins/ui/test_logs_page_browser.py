@@ -1,6 +1,7 @@
 """The Logs page in headless chromium: the files by node, the view opening at the end and
 following new lines, earlier lines, search with highlights and next, downloads, and log text
-that looks like HTML shown as text. Screenshots go to test-artifacts/."""
+that looks like HTML shown as text; its texts readable in the light and the dark theme.
+Screenshots go to test-artifacts/."""
 
 from __future__ import annotations
 
@@ -85,6 +86,14 @@ def test_the_logs_page_in_a_browser(api: Api, browser: Browser) -> None:
         expect(hits.nth(1)).to_have_class("current")
         expect(page.locator("#search-previous")).to_be_enabled()
         page.screenshot(path=screenshot_path("logs-page-search"), full_page=True)
+        assert_readable(page)
+        # Airflow's dark theme (outside Airflow: the browser's scheme), followed at once
+        page.emulate_media(color_scheme="dark")
+        expect(page.locator("html")).to_have_attribute("data-theme", "dark")
+        for width in (1600, 1100):
+            page.set_viewport_size({"width": width, "height": 800})
+            page.screenshot(path=screenshot_path(f"logs-page-search-dark-{width}"), full_page=True)
+        assert_readable(page)
 
         page.select_option("#search-scope", "node")
         search(page, "(unclosed", regex=True)
@@ -101,6 +110,43 @@ def test_the_logs_page_in_a_browser(api: Api, browser: Browser) -> None:
         assert download.value.suggested_filename == train.name
         assert Path(download.value.path()).read_bytes() == train.read_bytes()
         context.close()
+
+
+# The contrast of each element's text against the background behind it (the nearest ancestor's
+# that is not transparent), by WCAG's formula; colours of any CSS syntax, read through a canvas.
+CONTRASTS = """(selectors) => {
+  const probe = document.createElement("canvas").getContext("2d", { willReadFrequently: true });
+  const rgb = (colour) => {
+    probe.clearRect(0, 0, 1, 1); probe.fillStyle = colour; probe.fillRect(0, 0, 1, 1);
+    return probe.getImageData(0, 0, 1, 1).data;
+  };
+  const light = (colour) => {
+    const [r, g, b] = [...rgb(colour)].slice(0, 3).map((v) => {
+      const c = v / 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const behind = (node) => {
+    for (let at = node; at; at = at.parentElement) {
+      const colour = getComputedStyle(at).backgroundColor;
+      if (rgb(colour)[3] > 0) return colour;
+    }
+    return getComputedStyle(document.documentElement).backgroundColor;
+  };
+  return Object.fromEntries(selectors.map((selector) => {
+    const node = document.querySelector(selector);
+    const [one, other] = [light(getComputedStyle(node).color), light(behind(node))];
+    return [selector, (Math.max(one, other) + 0.05) / (Math.min(one, other) + 0.05)];
+  }));
+}"""
+READABLE = ["h1", "#log-list h2", "#log-list a.name", "#log-list .muted", "#file-name",
+            "#search-hits li.current", "#search-hits .context", "#search-hits mark", "#search-status", "#lines .line",
+            "#search-text", "#search button[type=submit]"]  # fmt: skip
+
+
+def assert_readable(page: Page) -> None:
+    """The page's texts keep a contrast of at least 4.5:1 (WCAG AA) in the current theme."""
+    contrasts = page.evaluate(CONTRASTS, READABLE)
+    assert all(ratio >= 4.5 for ratio in contrasts.values()), contrasts
 
 
 def search(page: Page, text: str, *, regex: bool = False) -> None:
