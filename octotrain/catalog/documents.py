@@ -30,6 +30,7 @@ from octotrain.documents import (
     RefVersion,
     TextValue,
 )
+from octotrain.metric_definitions import MetricDefinition, unique_charts
 from octotrain.mount_volumes import mount_volumes
 from octotrain.parameters import ParameterDeclaration
 from octotrain.task_spec import MAX_NODES
@@ -114,7 +115,8 @@ class ResourceSpecDocument(Document):
 
 
 class AlgorithmDocument(Document):
-    """An algorithm of algorithm management: image, command, parameter list and variables."""
+    """An algorithm of algorithm management: image, command, parameter list, variables and the
+    charts extracted from its log (``octotrain.metric_definitions``)."""
 
     name: Name
     description: Description = ""
@@ -126,6 +128,12 @@ class AlgorithmDocument(Document):
     parameters: list[ParameterDeclaration] = Field(default_factory=list, max_length=256)
     env: dict[StrictStr, TextValue] = Field(default_factory=dict, max_length=256)
     sample_type: SampleType
+    metric_definitions: list[MetricDefinition] = Field(default_factory=list)
+
+    @field_validator("metric_definitions")
+    @classmethod
+    def _chart_rules(cls, value: list[MetricDefinition]) -> list[MetricDefinition]:
+        return unique_charts(value)
 
     @field_validator("parameters")
     @classmethod

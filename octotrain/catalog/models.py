@@ -202,6 +202,9 @@ class Algorithm(Base):
     parameters: Mapped[list[Any]] = mapped_column(JSON, default=list)
     env: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     sample_type: Mapped[str] = mapped_column(String(32))
+    # Charts extracted from the train log: [{"name", "regex", "x", "ys", "description",
+    # "smooth"}] (octotrain.metric_definitions).
+    metric_definitions: Mapped[list[Any]] = mapped_column(JSON, default=list)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
     project: Mapped[Project] = relationship()

@@ -88,6 +88,7 @@ class AlgorithmView(View):
     parameters: list[dict[str, Any]]
     env: dict[str, str]
     sample_type: str
+    metric_definitions: list[dict[str, Any]]
     created_at: datetime
 
     @classmethod
@@ -102,6 +103,7 @@ class AlgorithmView(View):
             parameters=list(row.parameters),
             env={name: str(value) for name, value in row.env.items()},
             sample_type=row.sample_type,
+            metric_definitions=list(row.metric_definitions or []),
             created_at=as_utc(row.created_at),
         )
 

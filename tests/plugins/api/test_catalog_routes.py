@@ -47,6 +47,40 @@ def test_broken_rules_answer_422_with_every_field(api: Api) -> None:
     assert "name: must be 1-64 characters" in response.json()["detail"]
 
 
+def test_an_algorithm_keeps_its_metric_definitions_and_refuses_a_bad_regex(api: Api) -> None:
+    alice = api.as_user("alice")
+    body = {
+        "name": "plain-script",
+        "image": "python:3.11-slim",
+        "command": ["python", "train.py"],
+        "sample_type": "table",
+        "metric_definitions": [{"name": "loss", "regex": "loss=([0-9.e-]+)"}],
+    }
+    created = api.client.post(f"{BASE}/algorithms", json=body, headers=alice)
+    assert created.status_code == 201, created.text
+    assert created.json()["metric_definitions"] == [
+        {
+            "name": "loss",
+            "x": "step",
+            "ys": [],
+            "description": "",
+            "smooth": False,
+            "regex": "loss=([0-9.e-]+)",
+        }
+    ]
+    refused = api.client.patch(
+        f"{BASE}/algorithms/plain-script",
+        json={"metric_definitions": [{"name": "loss", "regex": "loss=(a+)+"}]},
+        headers=alice,
+    )
+    assert refused.status_code == 422
+    [problem] = refused.json()["problems"]
+    assert problem["field"] == "metric_definitions.0.regex"
+    assert "backtrack catastrophically" in problem["rule"]
+    shown = api.client.get(f"{BASE}/algorithms/plain-script", headers=alice).json()
+    assert shown["metric_definitions"] == created.json()["metric_definitions"]
+
+
 def test_a_body_that_is_not_json_answers_422_in_the_same_shape(api: Api) -> None:
     response = api.client.post(
         f"{BASE}/algorithms",
