@@ -3,7 +3,8 @@
     python run_training.py --train-log PATH --sidecar-log PATH [--resources PATH]
         [--await-sidecar PATH] [--exit-file PATH [--await-upload PATH]]
         [--stop-grace-seconds S] [--max-training-seconds S] [--memory-cgroup DIR]
-        [--address-space-limit BYTES] [--user UID --group GID] -- COMMAND [ARGS...]
+        [--address-space-limit BYTES] [--user UID --group GID] [--metric-extraction JSON]
+        -- COMMAND [ARGS...]
 
 Both launchers start the user's command through this wrapper so that the train log holds
 exactly the program's stdout and stderr, the sidecar log records process control, and a stop
@@ -31,6 +32,11 @@ starts: into a memory cgroup (``--memory-cgroup``, whose limit the launcher set)
 address-space limit (``--address-space-limit``, ``RLIMIT_AS``, where no cgroup is available),
 and as another user (``--user``/``--group``, no supplementary groups): the launcher decides
 what this machine allows.
+
+With ``--metric-extraction`` (the algorithm's metric definitions, as
+``octotrain.metric_definitions`` hands them over) the wrapper follows the train log while the
+training runs and writes the charts the definitions' regexes find in it to ``$METRICS``
+(``log_metrics.py``).
 """
 
 from __future__ import annotations
@@ -50,12 +56,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from log_metrics import LogMetricsExtractor, LogMetricsFollower
 from resource_monitor import ResourceMonitor
 
 # The wrapper's exit status when the training reached --max-training-seconds (the launchers
 # know it as octotrain.time_limits.TIME_LIMIT_EXIT_STATUS; this folder imports nothing of
 # Octotrain).
 TIME_LIMIT_EXIT_STATUS = 124
+# How often the train log is read for metric definitions: the charts lag it by at most this.
+METRIC_EXTRACTION_SECONDS = 0.5
 
 
 def _stamp() -> str:
@@ -91,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--address-space-limit", type=int)
     parser.add_argument("--user", type=int)
     parser.add_argument("--group", type=int)
+    parser.add_argument("--metric-extraction", type=json.loads, default=[])
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -137,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     monitor = ResourceMonitor(child.pid, args.resources) if args.resources else None
     if monitor is not None:
         monitor.start()
+    extraction = _metric_extraction(args.metric_extraction, args.train_log, args.sidecar_log)
     assert child.stdout is not None
     tee = threading.Thread(target=_tee, args=(child.stdout, args.train_log, sys.stdout.buffer))
     tee.start()
@@ -146,10 +157,38 @@ def main(argv: list[str] | None = None) -> int:
     tee.join()
     if monitor is not None:
         monitor.stop()
+    if extraction is not None:
+        _stop_extraction(extraction, args.sidecar_log)
     status = 128 - code if code < 0 else code
     _control(args.sidecar_log, f"training process exited with status {status}")
     exits.record({"exit_status": status})
     return _after_upload(args, TIME_LIMIT_EXIT_STATUS if exits.facts else status)
+
+
+def _metric_extraction(
+    extraction: list[dict[str, Any]], train_log: Path, sidecar_log: Path
+) -> LogMetricsFollower | None:
+    """Start following the train log for the algorithm's metric definitions, if it has any
+    and the training has a METRICS folder (a failure to write there is noted, not fatal)."""
+    folder = os.environ.get("METRICS")
+    if not extraction or not folder:
+        return None
+    try:
+        extractor = LogMetricsExtractor(Path(folder), extraction, os.environ.get("TASK_ID", ""))
+    except OSError as error:
+        _control(sidecar_log, f"metric definitions not extracted: {error}")
+        return None
+    follower = LogMetricsFollower(train_log, extractor, METRIC_EXTRACTION_SECONDS)
+    follower.start()
+    names = ", ".join(chart.name for chart in extractor.charts)
+    _control(sidecar_log, f"extracting charts {names} from the train log")
+    return follower
+
+
+def _stop_extraction(follower: LogMetricsFollower, sidecar_log: Path) -> None:
+    error = follower.stop()
+    if error is not None:
+        _control(sidecar_log, f"metric extraction stopped early: {error}")
 
 
 class _ExitRecord:

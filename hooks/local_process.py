@@ -102,6 +102,7 @@ class LocalNodeProcess:
         stop_grace_seconds: float,
         max_training_seconds: float | None = None,
         confinement: list[str] | None = None,
+        metric_extraction: list[str] | None = None,
     ) -> None:
         self.command = command
         self.resources = resources
@@ -113,6 +114,7 @@ class LocalNodeProcess:
         self.stop_grace_seconds = stop_grace_seconds
         self.max_training_seconds = max_training_seconds
         self.confinement = confinement or []
+        self.metric_extraction = metric_extraction or []
         self._process: subprocess.Popen[bytes] | None = None
         self._killed_after_grace: float | None = None
 
@@ -147,6 +149,7 @@ class LocalNodeProcess:
                 else []
             ),
             *self.confinement,
+            *self.metric_extraction,
             "--",
             *self.command,
         ]

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from octotrain.catalog.access import Scope
 from octotrain.catalog.models import Dataset, DatasetVersion, DatasetVersionStatus, TrainingTask
 from octotrain.contracts import node_indices
+from octotrain.metric_definitions import MetricDefinition
 from octotrain.resume import run_to_resume
 from octotrain.run_layout import RunObjects
 from octotrain.run_settings import RESUME_SETTING, with_run_settings
@@ -80,6 +81,9 @@ class RunPlan(BaseModel):
     # Time limits in seconds (octotrain.time_limits); None: none.
     max_wait_seconds: int | None = None
     max_training_seconds: int | None = None
+    # The algorithm's metric definitions as the node's wrapper applies them to the train log
+    # (``MetricDefinition.extraction``); empty: none.
+    metric_extraction: list[dict[str, Any]] = []
 
     @property
     def world_size(self) -> int:
@@ -232,6 +236,10 @@ def build_run_plan(
         output_repository=resolved.repository.name,
         max_wait_seconds=spec.max_wait_seconds,
         max_training_seconds=spec.max_training_seconds,
+        metric_extraction=[
+            MetricDefinition.model_validate(definition).extraction()
+            for definition in algorithm.metric_definitions
+        ],
         resumed_from_run_id=resumed.id if resumed else 0,
         resumed_run_key=str(resumed.plan["run_key"]) if resumed else "",
         lineage={

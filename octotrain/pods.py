@@ -43,6 +43,7 @@ from octotrain.contracts import (
     training_environment,
 )
 from octotrain.kubernetes_config import KubernetesConfig
+from octotrain.metric_definitions import extraction_arguments
 from octotrain.mount_volumes import kubernetes_mounts
 from octotrain.planning import RunPlan
 from octotrain.time_limits import active_deadline_seconds
@@ -218,7 +219,7 @@ def node_pod(plan: RunPlan, node_index: str, settings: PodSettings) -> dict[str,
                         "--await-upload-seconds", str(config.final_upload_timeout_seconds),
                         "--stop-grace-seconds",
                         str(training_grace_seconds(settings.stop_grace_seconds)),
-                        *_training_limit(plan),
+                        *_training_limit(plan), *extraction_arguments(plan.metric_extraction),
                         "--", *plan.command, *parameter_arguments(plan.parameters),
                     ],
                     "env": [{"name": key, "value": value} for key, value in environment.items()],

@@ -33,6 +33,7 @@ from hooks.node_confinement import Confinement, confine_node
 from hooks.object_store import default_object_store
 from octotrain.abort_flags import AbortFlag
 from octotrain.contracts import parameter_arguments, training_environment
+from octotrain.metric_definitions import extraction_arguments
 from octotrain.metrics_meta import meta_report
 from octotrain.planning import RunPlan
 from octotrain.run_layout import RunLayout
@@ -100,6 +101,7 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
             stop_grace_seconds=settings.stop_grace_seconds,
             max_training_seconds=plan.max_training_seconds,
             confinement=self._confinement.wrapper_arguments(),
+            metric_extraction=extraction_arguments(plan.metric_extraction),
         )
         try:
             pid = self._process.start()

@@ -248,3 +248,34 @@ def test_the_training_starts_once_the_sidecar_is_ready(tmp_path: Path) -> None:
         ]
     )  # fmt: skip
     assert code == 0 and started.exists() and time.monotonic() - begun >= 0.3
+
+
+def test_the_wrapper_extracts_the_metric_definitions_from_the_train_log(tmp_path: Path) -> None:
+    """Both launchers start the wrapper, so this is how a plain script gets its charts."""
+    extraction = [
+        {
+            "regex": r"loss=([0-9.e-]+)",
+            "meta": {"name": "loss", "x": "step", "ys": ["loss"], "description": "loss",
+                     "smooth": "false", "with_timestamp": "false"},
+            "x_group": None,
+            "lines": [{"group": 1, "key": "loss"}],
+        }
+    ]  # fmt: skip
+    script = "import sys; print('\\x1b[31mloss=0.5\\x1b[0m'); sys.stdout.write('loss=0.25')"
+    subprocess.run(
+        [
+            sys.executable, str(WRAPPER), "--train-log", str(tmp_path / "t.log"),
+            "--sidecar-log", str(tmp_path / "s.log"),
+            "--metric-extraction", json.dumps(extraction), "--", sys.executable, "-c", script,
+        ],
+        env=os.environ | {"METRICS": str(tmp_path / "metrics"), "TASK_ID": "3"},
+        check=True,
+        timeout=60,
+    )  # fmt: skip
+    lines = (tmp_path / "metrics" / "loss.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in lines] == [
+        {"step": 1, "loss": 0.5},
+        {"step": 2, "loss": 0.25},  # the last line, unfinished, counts once the training ends
+    ]
+    assert json.loads((tmp_path / "metrics" / "metrics.json").read_text())["id"] == "3"
+    assert "extracting charts loss from the train log" in (tmp_path / "s.log").read_text()

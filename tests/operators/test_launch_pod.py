@@ -4,6 +4,7 @@ names, for 1 and 8 nodes; Kubernetes 1.29's schema and the Pod Security profiles
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 from kubernetes.client import ApiClient
 from sqlalchemy.orm import Session
 
-from octotrain.catalog.named_objects import ResourceSpecs
+from octotrain.catalog.named_objects import Algorithms, ResourceSpecs
 from octotrain.contracts import PLATFORM_ENV_NAMES
 from octotrain.planning import RunPlan, build_run_plan
 from octotrain.pods import master_address, service_name
@@ -230,3 +231,15 @@ def test_the_time_limits_are_the_wrapper_s_the_pod_s_deadline_and_the_schedule_t
     unlimited = pods(plan_of(rule_session, CPU_TASK | {"name": "no-limits"}, 1))[0]
     assert "activeDeadlineSeconds" not in unlimited["spec"]
     assert "--max-training-seconds" not in containers(unlimited)["base"]["command"]
+
+
+def test_the_algorithm_s_metric_definitions_reach_the_wrapper(rule_session: Session) -> None:
+    definitions = [{"name": "损失", "regex": "loss=([0-9.e-]+)"}]
+    Algorithms(rule_session, ADMIN).update(
+        "demo", "linear-regression-numpy", {"metric_definitions": definitions}
+    )
+    command = containers(pods(plan_of(rule_session, CPU_TASK, 1))[0])["base"]["command"]
+    [extraction] = json.loads(command[command.index("--metric-extraction") + 1])
+    assert extraction["regex"] == "loss=([0-9.e-]+)"
+    assert extraction["meta"]["name"] == "损失"
+    assert command.index("--metric-extraction") < command.index("--")
