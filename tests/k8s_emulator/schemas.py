@@ -4,9 +4,10 @@ a client creates or patches is checked against the oldest release the README sup
 field the launcher relies on that arrived later (or a typo the real server would refuse) fails
 here, with the API server's 422 ``Invalid`` shape naming each field.
 
-Loading a release's definitions takes most of a second (one 1.2 MB JSON file) and
-``kubernetes_validate.validate`` does it on every call; the validators are built once per
-kind and kept for the life of the process, so that a check costs well under a millisecond."""
+``kubernetes_validate.validate`` reads and parses the release's definitions (a 1.2 MB JSON
+file) on every call, about 25 ms a check here; the validators are built once per kind and kept
+for the life of the process (the first check of a process takes 15-25 ms), after which a check
+of a pod costs about 0.4 ms."""
 
 from __future__ import annotations
 
