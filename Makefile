@@ -20,6 +20,7 @@ bench: sync ## the benchmarks of bench/, each printing ratios to a baseline of t
 	$(UV) run python -m bench.pods
 	$(UV) run python -m bench.logs
 	$(UV) run python -m bench.charts
+	$(UV) run python -m bench.extract
 	$(UV) run python -m bench.trigger
 	$(UV) run python -m bench.load
 

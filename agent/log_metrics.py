@@ -10,9 +10,9 @@ which group fills which key of a point.
 
 A line is matched only once it is complete: ended by ``\\n`` or ``\\r`` (CRLF, and the ``\\r``
 of progress bars that redraw one line), or the end of the log. ANSI colour codes are removed
-first; only the first ``MAX_LINE_BYTES`` of a line are matched, so one huge line costs no more
-than a long one. Following the file, rather than the training's pipe, means a slow match can
-delay the charts but never the training.
+first; only the first ``MAX_LINE_CHARS`` characters of a line are matched, so one huge line
+costs no more than a long one. Following the file, rather than the training's pipe, means a
+slow match can delay the charts but never the training.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import threading
 from pathlib import Path
 from typing import Any, BinaryIO
 
-MAX_LINE_BYTES = 4096
+MAX_LINE_CHARS = 4096
 READ_BYTES = 1 << 20
 # CSI sequences (colours, cursor moves), OSC sequences (titles, links) and two-byte escapes.
 ANSI_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
@@ -72,25 +72,32 @@ class LogMetricsExtractor:
 
     def feed(self, data: bytes) -> None:
         """Match the lines ``data`` completes; keep its unfinished last line for later."""
-        lines = (self._partial + data).replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
-        self._partial = lines.pop()[:MAX_LINE_BYTES]
-        self._extract(lines)
+        pending = (self._partial + data).replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        end = pending.rfind(b"\n")
+        # enough bytes for MAX_LINE_CHARS characters of any script (4 bytes at most in UTF-8)
+        self._partial = pending[end + 1 :][: 4 * MAX_LINE_CHARS]
+        if end >= 0:
+            self._extract(pending[:end])
 
     def finish(self) -> None:
         """The log ended: its unfinished last line is complete after all."""
-        lines, self._partial = [self._partial], b""
-        self._extract(lines)
+        last, self._partial = self._partial, b""
+        self._extract(last)
 
-    def _extract(self, lines: list[bytes]) -> None:
+    def _extract(self, block: bytes) -> None:
+        """Match the complete lines of ``block``: decoded and rid of colours in one go (a
+        block ends at a line's end, so no character is cut)."""
+        text = block.decode("utf-8", "replace")
+        if "\x1b" in text:
+            text = ANSI_ESCAPE.sub("", text)
         found: dict[str, list[dict[str, float]]] = {}
-        for raw in lines:
-            if not raw:
+        for line in text.split("\n"):
+            if not line:
                 continue
-            text = raw[:MAX_LINE_BYTES].decode("utf-8", "replace")
-            if "\x1b" in text:
-                text = ANSI_ESCAPE.sub("", text)
+            if len(line) > MAX_LINE_CHARS:
+                line = line[:MAX_LINE_CHARS]
             for chart in self.charts:
-                point = chart.point(text)
+                point = chart.point(line)
                 if point is not None:
                     found.setdefault(chart.name, []).append(point)
         for name, points in found.items():

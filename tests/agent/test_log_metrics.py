@@ -5,7 +5,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agent.log_metrics import MAX_LINE_BYTES, LogMetricsExtractor, LogMetricsFollower
+from agent.log_metrics import MAX_LINE_CHARS, LogMetricsExtractor, LogMetricsFollower
 from octotrain.metric_definitions import MetricDefinition
 from octotrain.metrics import read_points
 from octotrain.metrics_meta import parse_meta
@@ -103,8 +103,8 @@ def test_named_groups_give_x_and_the_series_of_one_chart(tmp_path: Path) -> None
 
 def test_only_the_start_of_a_huge_line_is_matched(tmp_path: Path) -> None:
     extract = extractor(tmp_path, {"name": "loss", "regex": r"loss=([0-9.]+)"})
-    extract.feed(b"x" * MAX_LINE_BYTES + b" loss=0.1")
-    extract.feed(b"y" * (10 * MAX_LINE_BYTES) + b"\n")  # kept no bigger than the limit
+    extract.feed(b"x" * MAX_LINE_CHARS + b" loss=0.1")
+    extract.feed(b"y" * (10 * MAX_LINE_CHARS) + b"\n")  # kept no bigger than the limit
     extract.feed(b"loss=0.2\n")
     extract.finish()
     assert points(tmp_path, "loss") == [{"step": 1, "loss": 0.2}]
