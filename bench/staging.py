@@ -263,7 +263,8 @@ def demo_archiver(store: ObjectStore, root: Path) -> Callable[[int], Callable[[P
     return prepare
 
 
-def run_backend(backend: str, arguments: argparse.Namespace) -> list[Figure]:
+def run_backend(backend: str, arguments: argparse.Namespace) -> Iterator[Figure]:
+    """The figures of one backend, each as soon as it is measured (a failure later loses none)."""
     total = int(arguments.gib * GIB)
     # Both datasets, then the model twice (baseline and Octotrain), with room to spare.
     server = s3_server(memory_bytes=4 * total + GIB) if backend == "s3" else nullcontext()
@@ -288,14 +289,13 @@ def run_backend(backend: str, arguments: argparse.Namespace) -> list[Figure]:
                 bench = Bench(backend, root, store, None)
             one_source = upload(store, one, "datasets/bench/one/v1")
             many_source = upload(store, many, "datasets/bench/many/v1")
-            results = bench.staging("1 file", one_source, arguments.repeat)
+            yield from bench.staging("1 file", one_source, arguments.repeat)
             bench.release(one_source.object_prefix)
-            results += bench.staging(
+            yield from bench.staging(
                 f"{arguments.small_files} files", many_source, arguments.repeat
             )
             bench.release(many_source.object_prefix)
-            results += bench.archive(one["data.bin"], arguments.repeat)
-    return results
+            yield from bench.archive(one["data.bin"], arguments.repeat)
 
 
 def main() -> None:
@@ -312,7 +312,7 @@ def main() -> None:
     print(f"{'backend':<8}{'measure':<34}{'seconds':>9}{'ratio':>8}")
     for backend in arguments.backends.split(","):
         for label, seconds, ratio in run_backend(backend, arguments):
-            print(f"{backend:<8}{label:<34}{seconds:>9.3f}{ratio:>7.2f}x")
+            print(f"{backend:<8}{label:<34}{seconds:>9.3f}{ratio:>7.2f}x", flush=True)
 
 
 if __name__ == "__main__":
