@@ -19,6 +19,7 @@ from re import _constants as regex_constants  # type: ignore[attr-defined]
 from re import _parser as regex_parser  # type: ignore[attr-defined]
 from typing import Any
 
+TOO_DEEP = "nests its groups too deeply"
 BACKTRACKING_REPEATS = {regex_constants.MAX_REPEAT, regex_constants.MIN_REPEAT}
 NESTED_REPEAT_RULE = (
     "repeats a repeat (such as (a+)+), which can backtrack catastrophically on an unlucky "
@@ -27,17 +28,23 @@ NESTED_REPEAT_RULE = (
 
 
 def compile_error(pattern: str) -> str | None:
-    """Why ``pattern`` does not compile, or None."""
+    """Why ``pattern`` does not compile, or None (a pattern nested too deeply for Python's
+    parser is refused too, rather than failing the request)."""
     try:
         re.compile(pattern)
     except re.error as error:
         return str(error)
+    except RecursionError:
+        return TOO_DEEP
     return None
 
 
 def backtracking_risk(pattern: str) -> str | None:
     """Why ``pattern`` (which compiles) could take exponential time, or None."""
-    return _risk(regex_parser.parse(pattern), inside_unbounded=False)
+    try:
+        return _risk(regex_parser.parse(pattern), inside_unbounded=False)
+    except RecursionError:
+        return TOO_DEEP
 
 
 def _risk(items: Any, *, inside_unbounded: bool) -> str | None:

@@ -42,6 +42,7 @@ LOSS = {"name": "loss", "regex": "loss=([0-9.e-]+)"}
         (r"loss=((?:\d{1,9})+)", "repeats a repeat"),
         ("loss=[0-9.]+", "has no capture group"),
         ("(" * 300 + ")" * 300, "at most 500 characters, got 600"),
+        ("(" * 249 + "1" + ")" * 249, "nests its groups too deeply"),
         (r"(?P<step>\d+)", "its only group is the x axis 'step'"),
         (r"(?P<a>1)(?P<b>2)(?P<c>3)(?P<d>4)(?P<e>5)", "at most 4 series"),
         (r"(?P<café>[0-9.]+)", "'café' must be 1 to 16 of CJK"),
