@@ -283,8 +283,9 @@ function metricsOption(entry) {
     // The legend and the toolbox share the top row; the axis names sit below them.
     legend: { data: meta.lines, top: 4, left: 8, right: 112, type: "scroll" },
     tooltip: { trigger: "axis", formatter: tooltipFormatter(meta.x, byTime) },
-    grid: { left: 56, right: yAxes.length > 1 ? 56 : 24, top: 64, bottom: 64 },
-    xAxis: { type: byTime ? "time" : "value", name: byTime ? "time" : meta.x, scale: true,
+    grid: { left: 56, right: yAxes.length > 1 ? 56 : 24, top: 72, bottom: 64 },
+    // x ends where the data ends (not at the next round number)
+    xAxis: { type: byTime ? "time" : "value", name: byTime ? "time" : meta.x, min: "dataMin", max: "dataMax",
              nameLocation: "middle", nameGap: 24, ...(byTime ? { axisLabel: timeLabels(spanOf(xs)) } : {}) },
     yAxis: yAxes,
     // x zooms by the wheel and the slider; "filter" leaves out the points outside the window,
@@ -357,8 +358,10 @@ function addMetricsChart(meta) {
   csv.setAttribute("download", "");
   actions.append(reset, fullScreen(box, chart),
                  pngButton(chart, meta.description, `${meta.name} · ${runLabel()}`, meta.name), csv);
+  // How many points, in the heading's line: the controls take two rows on a narrow card.
   entry.note = element("span", "", "muted skipped");
-  tools.append(view, actions, refusal, entry.note);
+  box.querySelector("h2").append(entry.note);
+  tools.append(view, actions, refusal);
   entry.refusal = refusal;
   charts.set(meta.name, entry);
   return entry;
