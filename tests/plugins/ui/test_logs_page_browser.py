@@ -139,8 +139,9 @@ CONTRASTS = """(selectors) => {
   }));
 }"""
 READABLE = ["h1", "#log-list h2", "#log-list a.name", "#log-list .muted", "#file-name",
-            "#search-hits li.current", "#search-hits .context", "#search-hits mark", "#search-status", "#lines .line",
-            "#search-text", "#search button[type=submit]"]  # fmt: skip
+            "#search-hits li.current", "#search-hits .context", "#search-hits mark",
+            "#search-status", "#lines .line", "#search-text",
+            "#search button[type=submit]"]  # fmt: skip
 
 
 def assert_readable(page: Page) -> None:
