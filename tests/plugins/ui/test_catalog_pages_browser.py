@@ -13,7 +13,7 @@ import uuid
 from typing import Any
 
 import httpx
-from playwright.sync_api import FrameLocator, Page, Route, expect
+from playwright.sync_api import FrameLocator, Page, Request, Route, expect
 
 from octotrain.contracts import dag_id_for
 from tests.browser import chromium, screenshot_path
@@ -74,7 +74,7 @@ def test_register_what_a_first_task_needs_and_follow_lineage(airflow: LiveAirflo
         form = console.locator("#algorithm-page[data-ready=true] #algorithm-form")
         form.get_by_label("Name", exact=True).fill("catalog-algo")
         form.get_by_label("Sample type").fill("table")
-        form.get_by_label("Image").fill("python:3.11-slim")
+        form.get_by_label("Image", exact=True).fill("python:3.11-slim")
         form.get_by_label("Command").fill("python\n-c\nprint('trained')")
         console.get_by_role("button", name="Add parameter").click()
         row = form.locator("tr.parameter").first
@@ -83,7 +83,7 @@ def test_register_what_a_first_task_needs_and_follow_lineage(airflow: LiveAirflo
         expect(row.get_by_label("Choices")).to_be_disabled()  # only for enum parameters
         row.get_by_label("Default").fill("500")
         row.get_by_label("Minimum").fill("1")
-        row.get_by_label("Maximum").fill("100")
+        row.get_by_label("Maximum", exact=True).fill("100")
         form.get_by_role("button", name="Create").click()
         error = form.locator("[data-error-for='parameters.0']")
         expect(error).to_contain_text("default must be within [1, 100], got 500")
@@ -95,7 +95,7 @@ def test_register_what_a_first_task_needs_and_follow_lineage(airflow: LiveAirflo
         expect(console.locator("tr[data-algorithm=catalog-algo]")).to_contain_text("epochs: int")
         console.get_by_role("link", name="catalog-algo").click()
         expect(form.locator("tr.parameter").first.get_by_label("Default")).to_have_value("5")
-        form.get_by_label("Description").fill("prints that it trained")
+        form.get_by_label("Description", exact=True).fill("prints that it trained")
         form.get_by_role("button", name="Save").click()
         expect(console.locator("tr[data-algorithm=catalog-algo]")).to_contain_text(
             "prints that it trained"
@@ -117,22 +117,37 @@ def test_register_what_a_first_task_needs_and_follow_lineage(airflow: LiveAirflo
         expect(dataset).to_contain_text("No version yet")
         dataset.get_by_role("button", name="Upload a version").click()
         upload = console.locator("#upload-dialog")
+        upload.get_by_label("Version").fill("v1")
         upload.get_by_label("Files").set_input_files(
             [{"name": "train.csv", "mimeType": "text/csv", "buffer": b"x,y\n" + b"1,2\n" * 500_000},
              {"name": "test.csv", "mimeType": "text/csv", "buffer": b"x,y\n3,4\n"}]
         )  # fmt: skip
         expect(upload.locator(".chosen-files")).to_have_text("2 files, 1.9 MiB")
-        held: list[Route] = []
-        page.context.route(re.compile(r"/datasets/catalog-data/versions$"), held.append)
-        upload.get_by_role("button", name="Upload").click()
-        # The request is held once the browser has sent it: the bar is full, the text says so
-        expect(upload.locator(".progress-text")).to_have_text(
-            "Sent; the server is storing the files…"
+        # What the progress text says, in order (the page's own record, read before it reloads)
+        progress_text = upload.locator(".progress-text")
+        progress_text.evaluate(
+            "text => { window.progressShown = []; new MutationObserver(() =>"
+            " window.progressShown.push(text.textContent)).observe(text, {childList: true}); }"
         )
+        # The page reloads once the version is stored: that reload is held, so the dialog shows
+        # how the upload ended
+        held: list[Route] = []
+
+        def hold(route: Route, _request: Request) -> None:
+            held.append(route)
+
+        reload = re.compile(r"/octotrain/ui/datasets$")
+        page.context.route(reload, hold)
+        with page.expect_request(reload):
+            upload.get_by_role("button", name="Upload").click()
         expect(upload.locator("progress")).to_have_js_property("position", 1)
+        expect(progress_text).to_have_text("Stored.")
+        shown = progress_text.evaluate("() => window.progressShown")
+        assert shown[0] == "Uploading…" and shown[-1] == "Stored.", shown
+        assert "Sent; the server is storing the files…" in shown, shown
         page.screenshot(path=screenshot_path("catalog-upload-progress"))
-        page.context.unroute(re.compile(r"/datasets/catalog-data/versions$"))
         held[0].continue_()
+        page.context.unroute(reload)
         version = dataset.locator("tr[data-version=v1]")
         expect(version).to_contain_text("imported awaiting release")
         expect(version).to_contain_text("1.9 MiB")
