@@ -247,11 +247,14 @@ def test_resume_triggers_a_run_resuming_a_failed_one_with_a_checkpoint(
                    node_index="single-0", folder=folder, every_seconds=0,
                    note=lambda _: None).sync(final=True)  # fmt: skip
     triggered: list[dict[str, object]] = []
+    run_ids: list[str] = []
 
     def airflow(request: httpx.Request) -> httpx.Response:
         if request.method == "POST":
-            triggered.append(json.loads(request.content)["conf"])
-            return httpx.Response(200, json={"dag_run_id": "manual__10"})
+            body = json.loads(request.content)
+            triggered.append(body["conf"])
+            run_ids.append(body["dag_run_id"])  # the client names the run it starts
+            return httpx.Response(200, json={"dag_run_id": body["dag_run_id"]})
         return httpx.Response(200, json={})  # the DAG exists; it is unpaused
 
     def client(_settings: object) -> AirflowRestClient:
@@ -261,7 +264,7 @@ def test_resume_triggers_a_run_resuming_a_failed_one_with_a_checkpoint(
 
     monkeypatch.setattr(AirflowRestClient, "from_settings", staticmethod(client))
     resumed = cli.json("task", "resume", "1", "--run", "manual__9", "--conf", '{"epochs": 9}')
-    assert resumed["run_id"] == "manual__10"
+    assert resumed["run_id"] == run_ids[0] and run_ids[0].startswith("request__")
     assert triggered == [{"epochs": 9, "resume_from": earlier_id}]
 
 

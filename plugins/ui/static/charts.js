@@ -171,9 +171,10 @@ function timeLabels(spanMs) {
   }, hideOverlap: true };
 }
 
+// ECharts' tooltip is HTML: a line's name (catalog text) goes into it escaped.
+const HTML_ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 function escapeHtml(text) {
-  const made = element("span", String(text));
-  return made.innerHTML;
+  return String(text).replace(/[&<>"']/g, (character) => HTML_ESCAPES[character]);
 }
 
 // The axis tooltip: the x value, then each line's value to six significant digits, and the
