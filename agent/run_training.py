@@ -4,6 +4,7 @@
         [--await-sidecar PATH] [--exit-file PATH [--await-upload PATH]]
         [--stop-grace-seconds S] [--max-training-seconds S] [--memory-cgroup DIR]
         [--address-space-limit BYTES] [--user UID --group GID] [--metric-extraction JSON]
+        [--hang-after-seconds S [--stop-when-hung] [--hang-report PATH]]
         -- COMMAND [ARGS...]
 
 Both launchers start the user's command through this wrapper so that the train log holds
@@ -37,6 +38,10 @@ With ``--metric-extraction`` (the algorithm's metric definitions, as
 ``octotrain.metric_definitions`` hands them over) the wrapper follows the train log while the
 training runs and writes the charts the definitions' regexes find in it to ``$METRICS``
 (``log_metrics.py``).
+
+With ``--hang-after-seconds`` the wrapper reports a training whose log and ``METRICS`` have
+not advanced that long while it runs (``hang_watch.py``); with ``--stop-when-hung`` it stops it
+as the time limit does, records ``hung`` in the exit file and exits with status 122.
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from hang_watch import HUNG_EXIT_STATUS, watch_for_hangs
 from log_metrics import LogMetricsExtractor, LogMetricsFollower
 from resource_monitor import ResourceMonitor
 
@@ -101,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--user", type=int)
     parser.add_argument("--group", type=int)
     parser.add_argument("--metric-extraction", type=json.loads, default=[])
+    parser.add_argument("--hang-after-seconds", type=float)
+    parser.add_argument("--stop-when-hung", action="store_true")
+    parser.add_argument("--hang-report", type=Path)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -148,12 +157,23 @@ def main(argv: list[str] | None = None) -> int:
     if monitor is not None:
         monitor.start()
     extraction = _metric_extraction(args.metric_extraction, args.train_log, args.sidecar_log)
+    hang = watch_for_hangs(
+        hang_after_seconds=args.hang_after_seconds,
+        stop_when_hung=args.stop_when_hung,
+        train_log=args.train_log,
+        metrics=Path(os.environ["METRICS"]) if os.environ.get("METRICS") else None,
+        report=args.hang_report,
+        note=lambda message: _control(args.sidecar_log, message),
+        stop=lambda facts: _stop_as_hung(exits, facts),
+    )
     assert child.stdout is not None
     tee = threading.Thread(target=_tee, args=(child.stdout, args.train_log, sys.stdout.buffer))
     tee.start()
     code = child.wait()
     if limit is not None:
         limit.cancel()
+    if hang is not None:
+        hang.stop()
     tee.join()
     if monitor is not None:
         monitor.stop()
@@ -162,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     status = 128 - code if code < 0 else code
     _control(args.sidecar_log, f"training process exited with status {status}")
     exits.record({"exit_status": status})
-    return _after_upload(args, TIME_LIMIT_EXIT_STATUS if exits.facts else status)
+    forced = HUNG_EXIT_STATUS if "hung" in exits.facts else TIME_LIMIT_EXIT_STATUS
+    return _after_upload(args, forced if exits.facts else status)
 
 
 def _metric_extraction(
@@ -237,6 +258,16 @@ def _time_limit(
     timer.daemon = True
     timer.start()
     return timer
+
+
+def _stop_as_hung(exits: _ExitRecord, facts: dict[str, float]) -> None:
+    """Stop a hung training as a SIGTERM to this wrapper would, unless a stop is already under
+    way (the handler ignores SIGTERM once it has passed one on): a training silent while it
+    saves in a stop's grace period was stopped, not hung."""
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_IGN or exits.facts:
+        return
+    exits.facts["hung"] = facts
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _confinement(args: argparse.Namespace) -> Callable[[], None] | None:

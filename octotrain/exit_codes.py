@@ -7,10 +7,16 @@ from __future__ import annotations
 
 import signal
 
+# The exit status of a node's wrapper that stopped its training as hung (agent/hang_watch.py:
+# its log and METRICS had not advanced for the task's hang_detection.after_seconds): the node
+# fails with the failure class "hung" even when the training, stopped, exited 0.
+HUNG_EXIT_STATUS = 122
+
 _KNOWN = {
     0: "success",
     1: "the training program failed (general error)",
     2: "the training program was called wrongly (bad arguments or usage)",
+    HUNG_EXIT_STATUS: "stopped as hung by its wrapper: its log and metrics had stopped advancing",
     126: "the command was found but could not be executed (permission or format)",
     127: "the command was not found in the image or on the PATH",
     137: "killed by SIGKILL from outside the program (the system out of memory, or a person)",
