@@ -81,6 +81,10 @@ class RunPlan(BaseModel):
     # Time limits in seconds (octotrain.time_limits); None: none.
     max_wait_seconds: int | None = None
     max_training_seconds: int | None = None
+    # Hang detection (octotrain.hang_detection): the silence after which a node counts as hung
+    # (None: not watched), and whether it is then stopped.
+    hang_after_seconds: int | None = None
+    stop_when_hung: bool = False
     # The algorithm's metric definitions as the node's wrapper applies them to the train log
     # (``MetricDefinition.extraction``); empty: none.
     metric_extraction: list[dict[str, Any]] = []
@@ -236,6 +240,8 @@ def build_run_plan(
         output_repository=resolved.repository.name,
         max_wait_seconds=spec.max_wait_seconds,
         max_training_seconds=spec.max_training_seconds,
+        hang_after_seconds=spec.hang_detection.after_seconds if spec.hang_detection else None,
+        stop_when_hung=bool(spec.hang_detection and spec.hang_detection.stop_when_hung),
         metric_extraction=[
             MetricDefinition.model_validate(definition).extraction()
             for definition in algorithm.metric_definitions

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from octotrain.hang_detection import HungNode
 from octotrain.supplemental_log import (
     MemoryExhaustion,
     NodeEnding,
@@ -86,6 +87,7 @@ def _ending(end: NodeEnd, train_exit_code: int | None, **facts: Any) -> NodeEndi
         start_error=report.get("start_error"),
         killed_after_grace_seconds=report.get("killed_after_grace_seconds"),
         time_limit=ReachedLimit.from_json(report.get("time_limit")),
+        hung=HungNode.from_json(report.get("hung")),
         **facts,
     )
 

@@ -145,6 +145,19 @@ def end_run(
     return bool(ended.rowcount)
 
 
+def note_active_run(session: Session, run_id: int, *, note: str, replacing: str = "") -> bool:
+    """Show ``note`` as the message of a run still active (the run view's "Note": a node that
+    looks hung, while it hangs) in place of ``replacing``: another note is left as it is, and
+    so is an ended run's reason. ``note=""`` with ``replacing`` withdraws a note."""
+    changed = session.execute(
+        update(Run)
+        .where(Run.id == run_id, Run.state.in_(ACTIVE_RUN_STATES), Run.message == replacing)
+        .values(message=note)
+        .execution_options(synchronize_session="fetch")
+    )
+    return bool(changed.rowcount)
+
+
 def run_secrets(session: Session, run_id: int) -> dict[str, Any]:
     """The real values of the run's secret variables and parameters (``RunPlan.with_secrets``)."""
     run = session.get(Run, run_id)

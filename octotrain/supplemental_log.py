@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from octotrain.exit_codes import describe_exit_code
+from octotrain.hang_detection import HUNG, HungNode
 from octotrain.time_limits import ReachedLimit
 
 MIB = 1024 * 1024
@@ -55,6 +56,8 @@ class NodeEnding:
     out_of_memory: MemoryExhaustion | None = None
     # The time limit that stopped it (``octotrain.time_limits``).
     time_limit: ReachedLimit | None = None
+    # The hang its wrapper stopped it for (``octotrain.hang_detection``).
+    hung: HungNode | None = None
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,8 @@ def explain(ending: NodeEnding) -> SupplementalLog | None:
         return SupplementalLog(f"{node} failed to start because {ending.start_error}", status)
     if ending.time_limit is not None:
         return _time_limited(node, ending.time_limit, ending.killed_after_grace_seconds)
+    if ending.hung is not None:
+        return _hung(node, ending.hung, ending.killed_after_grace_seconds)
     if ending.stop_reason is not None or ending.killed_after_grace_seconds is not None:
         return _stopped(node, ending, status)
     if ending.out_of_memory is not None:
@@ -116,6 +121,23 @@ def _time_limited(node: str, limit: ReachedLimit, grace: float | None) -> Supple
         reason += f"; it ignored SIGTERM and was killed after the grace period of {grace:g} s"
     return SupplementalLog(
         reason, ("the run can be resumed from its last checkpoint (octotrain task resume)",)
+    )
+
+
+def _hung(node: str, hung: HungNode, grace: float | None) -> SupplementalLog:
+    reason = (
+        f"{node} was stopped as hung: {hung.in_words()}; it was sent SIGTERM and given the "
+        "grace period to save a checkpoint"
+    )
+    if grace is not None:
+        reason += f"; it ignored SIGTERM and was killed after the grace period of {grace:g} s"
+    return SupplementalLog(
+        reason,
+        (
+            f"failure class {HUNG}: not retried (a hang is the training's own); the train log's "
+            "last lines show where it stopped",
+            "the run can be resumed from its last checkpoint (octotrain task resume)",
+        ),
     )
 
 

@@ -22,6 +22,7 @@ from octotrain.documents import (
     Scalar,
     TextValue,
 )
+from octotrain.hang_detection import HangDetection
 from octotrain.schedules import schedule_rule
 from octotrain.time_limits import time_limit_rule
 
@@ -111,6 +112,9 @@ class TaskSpec(Document):
     # resources (Kubernetes: its pod pending) and train; null: none.
     max_wait_seconds: TimeLimit = None
     max_training_seconds: TimeLimit = None
+    # Report a node silent (no log line, no metrics point) this long, and maybe stop it as
+    # hung (octotrain.hang_detection); null: not watched.
+    hang_detection: HangDetection | None = None
 
     @property
     def retrains(self) -> bool:

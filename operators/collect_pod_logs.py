@@ -83,7 +83,8 @@ class CollectPodLogsOperator(TrainingStageOperator):
     ) -> SupplementalLog | None:
         objects, node_index = plan.objects, names.node_index
         report = read_json(store, objects.exit_report(node_index)) or {}
-        if report.get("exit_status") == 0 and stop_reason is None and "time_limit" not in report:
+        stopped_by_wrapper = "time_limit" in report or "hung" in report
+        if report.get("exit_status") == 0 and stop_reason is None and not stopped_by_wrapper:
             return None
         assert plan.resources is not None
         end = NodeEnd(

@@ -12,6 +12,7 @@ from octotrain.catalog.models import Run, RunState, TrainingTask
 from octotrain.run_lifecycle import (
     end_run,
     find_run,
+    note_active_run,
     record_triggered,
     record_validated,
 )
@@ -82,3 +83,19 @@ def test_an_end_without_its_reason_is_refused(
         end_run(rule_session, run, state=state, reason=reason)
     with pytest.raises(ValueError, match="name the run"):
         end_run(rule_session, state=RunState.FAILED, reason="x")
+
+
+def test_a_running_run_shows_a_note_until_it_is_withdrawn_and_its_end_reason_stays(
+    rule_session: Session, task: TrainingTask
+) -> None:
+    run = validated(rule_session, task, "manual__note")
+    hung = "node single-0 looks hung"
+    assert note_active_run(rule_session, run.id, note=hung)
+    assert not note_active_run(rule_session, run.id, note="another note")  # the first stays
+    assert run.message == hung
+    assert note_active_run(rule_session, run.id, note="", replacing=hung)
+    assert run.message == ""
+    note_active_run(rule_session, run.id, note=hung)
+    end_run(rule_session, run, state=RunState.FAILED, reason="node single-0 was stopped as hung")
+    assert not note_active_run(rule_session, run.id, note="", replacing=hung)
+    assert run.message == "node single-0 was stopped as hung"
