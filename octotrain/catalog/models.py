@@ -437,3 +437,18 @@ class Run(Base):
 
     task: Mapped[TrainingTask] = relationship(back_populates="runs")
     model_version: Mapped[ModelVersion | None] = relationship()
+
+
+class NodeHold(Base):
+    """When one node of a run held its resources: from its process's start (local launcher) or
+    its pod's start on a Kubernetes node, to their end (``ended_at`` None while it holds them).
+    What usage accounting (``octotrain.catalog.accounting``) bills."""
+
+    __tablename__ = "node_holds"
+    __table_args__ = (UniqueConstraint("run_id", "node_index"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    node_index: Mapped[str] = mapped_column(String(32))
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

@@ -31,6 +31,7 @@ TABLES = {
     "model_versions",
     "training_tasks",
     "runs",
+    "node_holds",
     "alembic_version",
 }
 

@@ -1,0 +1,312 @@
+"""Usage accounting: what a platform team bills and plans with.
+
+Per run: node-hours (the time each node held its resources, ``octotrain.catalog.node_holds``,
+summed over the nodes), CPU-hours and GPU-hours (node-hours times the CPUs and GPUs of the
+resource spec the run was planned with), queued time (from the trigger to the first node holding
+its resources; the whole run when no node ever held any) and training time (from the first
+node holding its resources to the last one releasing them). Per task, the sum of its runs; per
+project and month, the sum of its tasks. Something still going on counts up to ``now``.
+
+Months are calendar months in UTC. Every figure is time, so a run that spans a month boundary is
+split by time: each month gets the part of each interval that lies within it.
+
+(``octotrain.catalog.usage`` is another thing: which tasks and runs used a model version.)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from pydantic import BaseModel, ConfigDict
+from sqlalchemy import ColumnElement, or_, select
+from sqlalchemy.orm import Session
+
+from octotrain.catalog.access import Scope
+from octotrain.catalog.models import NodeHold, Run, TrainingTask, as_utc
+from octotrain.errors import InvalidQuery
+from octotrain.tasks import Tasks
+
+MONTH_PATTERN = re.compile(r"^(\d{4})-(\d{2})$")
+SECONDS_PER_HOUR = 3600.0
+
+
+@dataclass(frozen=True)
+class Window:
+    """A half-open span of time, [start, end)."""
+
+    start: datetime
+    end: datetime
+
+    def overlap_seconds(self, start: datetime, end: datetime) -> float:
+        """How many seconds of [start, end) lie within this window."""
+        seconds = (min(end, self.end) - max(start, self.start)).total_seconds()
+        return max(0.0, seconds)
+
+
+ALL_TIME = Window(datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC))
+
+
+@dataclass(frozen=True)
+class Month:
+    """A calendar month in UTC."""
+
+    year: int
+    month: int
+
+    @classmethod
+    def parse(cls, text: str, *, field: str = "month") -> Month:
+        """``YYYY-MM``, or ``InvalidQuery`` naming ``field`` and the rule."""
+        found = MONTH_PATTERN.match(text)
+        if found is None or not 1 <= int(found[2]) <= 12 or int(found[1]) < 1970:
+            raise InvalidQuery.one(
+                field, f"must be a month as YYYY-MM (UTC, from 1970), e.g. 2026-11; not {text!r}"
+            )
+        return cls(int(found[1]), int(found[2]))
+
+    @classmethod
+    def of(cls, moment: datetime) -> Month:
+        moment = as_utc(moment).astimezone(UTC)
+        return cls(moment.year, moment.month)
+
+    @property
+    def window(self) -> Window:
+        start = datetime(self.year, self.month, 1, tzinfo=UTC)
+        following = (start + timedelta(days=32)).replace(day=1)
+        return Window(start, following)
+
+    def __str__(self) -> str:
+        return f"{self.year:04d}-{self.month:02d}"
+
+
+class Usage(BaseModel):
+    """Figures in hours."""
+
+    model_config = ConfigDict(frozen=True)
+
+    node_hours: float = 0.0
+    cpu_hours: float = 0.0
+    gpu_hours: float = 0.0
+    queued_hours: float = 0.0
+    training_hours: float = 0.0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            node_hours=self.node_hours + other.node_hours,
+            cpu_hours=self.cpu_hours + other.cpu_hours,
+            gpu_hours=self.gpu_hours + other.gpu_hours,
+            queued_hours=self.queued_hours + other.queued_hours,
+            training_hours=self.training_hours + other.training_hours,
+        )
+
+
+@dataclass(frozen=True)
+class HeldSpan:
+    """One node's hold; ``end`` None while it holds its resources."""
+
+    start: datetime
+    end: datetime | None
+
+
+def usage_of(
+    *,
+    triggered_at: datetime,
+    ended_at: datetime | None,
+    holds: list[HeldSpan],
+    cpu: float,
+    gpu_count: int,
+    now: datetime,
+    window: Window = ALL_TIME,
+) -> Usage:
+    """The usage of one run within ``window``: triggered at ``triggered_at``, ended at
+    ``ended_at`` (None: still active), its nodes' ``holds``, each node with ``cpu`` CPUs and
+    ``gpu_count`` GPUs. A hold still open counts up to ``now``, or to the run's end when the
+    run has ended without its node's release being recorded (a launcher lost meanwhile)."""
+    run_end = as_utc(ended_at) if ended_at is not None else now
+    spans = [(as_utc(h.start), as_utc(h.end) if h.end is not None else run_end) for h in holds]
+    spans = [(start, max(start, end)) for start, end in spans]
+    node_seconds = sum(window.overlap_seconds(start, end) for start, end in spans)
+    triggered = as_utc(triggered_at)
+    if spans:
+        first_start = min(start for start, _ in spans)
+        last_end = max(end for _, end in spans)
+        queued_seconds = window.overlap_seconds(triggered, max(triggered, first_start))
+        training_seconds = window.overlap_seconds(first_start, last_end)
+    else:
+        queued_seconds = window.overlap_seconds(triggered, max(triggered, run_end))
+        training_seconds = 0.0
+    node_hours = node_seconds / SECONDS_PER_HOUR
+    return Usage(
+        node_hours=node_hours,
+        cpu_hours=node_hours * cpu,
+        gpu_hours=node_hours * gpu_count,
+        queued_hours=queued_seconds / SECONDS_PER_HOUR,
+        training_hours=training_seconds / SECONDS_PER_HOUR,
+    )
+
+
+class RunUsage(BaseModel):
+    """One run's usage, with the spec it was billed at."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: int
+    task_id: int
+    task_name: str
+    airflow_run_id: str
+    state: str
+    node_count: int
+    spec: str
+    cpu: float
+    gpu_count: int
+    triggered_at: datetime
+    ended_at: datetime | None
+    # Nodes whose hold was recorded (runs from before accounting have none).
+    nodes_recorded: int
+    usage: Usage
+
+
+class TaskUsage(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    task_id: int
+    task_name: str
+    runs: int
+    usage: Usage
+
+
+class TaskRunsUsage(BaseModel):
+    """A task's usage in one month (``month`` None: all time), in total and per run."""
+
+    model_config = ConfigDict(frozen=True)
+
+    task_id: int
+    task_name: str
+    month: str | None
+    total: Usage
+    runs: list[RunUsage]
+
+
+class ProjectMonthUsage(BaseModel):
+    """A project's usage in one month: its totals and each task's part."""
+
+    model_config = ConfigDict(frozen=True)
+
+    project: str
+    month: str
+    total: Usage
+    tasks: list[TaskUsage]
+
+
+def run_usage(run: Run, holds: list[NodeHold], *, now: datetime, window: Window) -> RunUsage:
+    """``run``'s usage within ``window``, billed at the resource spec of its plan (a run that
+    was never planned held nothing)."""
+    resources = (run.plan or {}).get("resources") or {}
+    cpu, gpu_count = float(resources.get("cpu", 0.0)), int(resources.get("gpu_count", 0))
+    usage = usage_of(
+        triggered_at=run.started_at,
+        ended_at=run.ended_at,
+        holds=[HeldSpan(hold.started_at, hold.ended_at) for hold in holds],
+        cpu=cpu,
+        gpu_count=gpu_count,
+        now=now,
+        window=window,
+    )
+    return RunUsage(
+        run_id=run.id,
+        task_id=run.task_id,
+        task_name=run.task.name,
+        airflow_run_id=run.airflow_run_id,
+        state=str(run.state),
+        node_count=run.node_count,
+        spec=str(resources.get("spec", "")),
+        cpu=cpu,
+        gpu_count=gpu_count,
+        triggered_at=as_utc(run.started_at),
+        ended_at=as_utc(run.ended_at) if run.ended_at else None,
+        nodes_recorded=len(holds),
+        usage=usage,
+    )
+
+
+class Accounting:
+    """Usage of what ``scope`` may see: a project the user is not in is not found."""
+
+    def __init__(self, session: Session, scope: Scope, *, now: datetime | None = None) -> None:
+        self.session = session
+        self.scope = scope
+        self.now = now or datetime.now(UTC)
+
+    def project_month(self, project: str, month: Month) -> ProjectMonthUsage:
+        """Project ``project``'s usage in ``month``, per task (tasks with no usage that month
+        are left out) and in total."""
+        row = self.scope.project(self.session, project)
+        window = month.window
+        runs = self._runs(TrainingTask.project_id == row.id, window)
+        per_task: dict[int, list[RunUsage]] = {}
+        for usage in runs:
+            per_task.setdefault(usage.task_id, []).append(usage)
+        tasks = [_task_total(usages) for usages in per_task.values()]
+        tasks.sort(key=lambda task: (-task.usage.node_hours, task.task_name))
+        total = sum((task.usage for task in tasks), Usage())
+        return ProjectMonthUsage(project=row.name, month=str(month), total=total, tasks=tasks)
+
+    def task(self, task_id: int, month: Month | None = None) -> TaskRunsUsage:
+        """Task ``task_id``'s usage within ``month`` (all time if None), run by run."""
+        task = Tasks(self.session, self.scope).get(task_id)
+        window = month.window if month else ALL_TIME
+        runs = self._runs(TrainingTask.id == task.id, window)
+        return TaskRunsUsage(
+            task_id=task.id,
+            task_name=task.name,
+            month=str(month) if month else None,
+            total=sum((run.usage for run in runs), Usage()),
+            runs=runs,
+        )
+
+    def run_of(self, task_id: int, run_id: int) -> RunUsage:
+        """Run ``run_id`` of task ``task_id``, all time."""
+        run = Tasks(self.session, self.scope).run(task_id, run_id)
+        holds = list(self.session.scalars(select(NodeHold).where(NodeHold.run_id == run.id)))
+        return run_usage(run, holds, now=self.now, window=ALL_TIME)
+
+    def _runs(self, which: ColumnElement[bool], window: Window) -> list[RunUsage]:
+        """The runs of the tasks ``which`` selects that used anything within ``window``:
+        triggered before it ends, and ended (themselves or a node's hold) after it starts."""
+        holds_after = select(NodeHold.run_id).where(
+            or_(NodeHold.ended_at.is_(None), NodeHold.ended_at >= window.start)
+        )
+        runs = list(
+            self.session.scalars(
+                select(Run)
+                .join(TrainingTask)
+                .where(
+                    which,
+                    Run.started_at < window.end,
+                    or_(
+                        Run.ended_at.is_(None),
+                        Run.ended_at >= window.start,
+                        Run.id.in_(holds_after),
+                    ),
+                )
+                .order_by(Run.started_at, Run.id)
+            )
+        )
+        holds: dict[int, list[NodeHold]] = {}
+        if runs:
+            found = self.session.scalars(
+                select(NodeHold).where(NodeHold.run_id.in_([run.id for run in runs]))
+            )
+            for hold in found:
+                holds.setdefault(hold.run_id, []).append(hold)
+        return [run_usage(run, holds.get(run.id, []), now=self.now, window=window) for run in runs]
+
+
+def _task_total(runs: list[RunUsage]) -> TaskUsage:
+    return TaskUsage(
+        task_id=runs[0].task_id,
+        task_name=runs[0].task_name,
+        runs=len(runs),
+        usage=sum((run.usage for run in runs), Usage()),
+    )
