@@ -16,10 +16,13 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from octotrain.abort_flags import AbortFlag
+from octotrain.hang_detection import HungNode
+from octotrain.hang_detection import wrapper_arguments as hang_arguments
 from octotrain.time_limits import ReachedLimit
 
 AGENT_DIR = Path(__file__).resolve().parents[1] / "agent"
@@ -43,13 +46,14 @@ class NodeStartFailed(Exception):
 class NodeOutcome:
     """How a node's process ended: its exit status, the run's abort flag if that stopped it,
     the grace period after which it had to be killed, why its command could not be run, the
-    time limit that stopped it."""
+    time limit or the hang that stopped it."""
 
     exit_code: int
     stopped_by: AbortFlag | None = None
     killed_after_grace_seconds: float | None = None
     start_error: str | None = None
     time_limit: ReachedLimit | None = None
+    hung: HungNode | None = None
 
     @property
     def succeeded(self) -> bool:
@@ -103,6 +107,8 @@ class LocalNodeProcess:
         max_training_seconds: float | None = None,
         confinement: list[str] | None = None,
         metric_extraction: list[str] | None = None,
+        hang_after_seconds: int | None = None,
+        stop_when_hung: bool = False,
     ) -> None:
         self.command = command
         self.resources = resources
@@ -115,6 +121,9 @@ class LocalNodeProcess:
         self.max_training_seconds = max_training_seconds
         self.confinement = confinement or []
         self.metric_extraction = metric_extraction or []
+        self.hang_after_seconds, self.stop_when_hung = hang_after_seconds, stop_when_hung
+        # While the wrapper finds the training hung, its report (``agent/hang_watch.py``).
+        self.hang_report = exit_file.with_name(f"{exit_file.stem}.hang.json")
         self._process: subprocess.Popen[bytes] | None = None
         self._killed_after_grace: float | None = None
 
@@ -130,6 +139,7 @@ class LocalNodeProcess:
             filter(None, [str(AGENT_DIR), self.env.get("PYTHONPATH", "")])
         )
         env.setdefault("PYTHONUNBUFFERED", "1")
+        self.hang_report.unlink(missing_ok=True)  # an earlier start's, of this node
         argv = [
             sys.executable,
             str(WRAPPER),
@@ -150,6 +160,8 @@ class LocalNodeProcess:
             ),
             *self.confinement,
             *self.metric_extraction,
+            *hang_arguments(self.hang_after_seconds, stop_when_hung=self.stop_when_hung),
+            *(["--hang-report", str(self.hang_report)] if self.hang_after_seconds else []),
             "--",
             *self.command,
         ]
@@ -169,16 +181,32 @@ class LocalNodeProcess:
             raise NodeStartFailed(why) from error
         return self._process.pid
 
-    def wait(self, abort: RunAbortMarker, poll_seconds: float = 0.5) -> NodeOutcome:
-        """Wait for the node to end; stop it as soon as the run's abort flag goes up."""
+    def wait(
+        self,
+        abort: RunAbortMarker,
+        poll_seconds: float = 0.5,
+        *,
+        on_poll: Callable[[], None] | None = None,
+    ) -> NodeOutcome:
+        """Wait for the node to end; stop it as soon as the run's abort flag goes up.
+        ``on_poll`` is called at each look while it runs (to report a hang as it happens)."""
         process = self._require_started()
         while True:
             try:
                 return self._outcome(process.wait(timeout=poll_seconds))
             except subprocess.TimeoutExpired:
+                if on_poll is not None:
+                    on_poll()
                 flag = abort.flag()
                 if flag is not None:
                     return self._outcome(self.stop(), stopped_by=flag)
+
+    def hung(self) -> HungNode | None:
+        """The hang the wrapper reports now, if the training looks hung."""
+        try:
+            return HungNode.from_json(json.loads(self.hang_report.read_text()))
+        except (FileNotFoundError, ValueError):
+            return None
 
     def terminate(self) -> None:
         """SIGTERM the node's process group and return at once: the wrapper kills the training
@@ -214,6 +242,7 @@ class LocalNodeProcess:
             ),
             start_error=report.get("start_error"),
             time_limit=ReachedLimit.from_json(report.get("time_limit")),
+            hung=HungNode.from_json(report.get("hung")),
         )
 
     def _signal(self, signum: int) -> None:

@@ -39,6 +39,7 @@ from octotrain.planning import RunPlan
 from octotrain.run_layout import RunLayout
 from octotrain.settings import get_settings
 from octotrain.supplemental_log import NodeEnding, last_sampled_memory
+from operators.hang_notices import HangNotices
 from operators.node_endings import record_ending
 from operators.stage_data import init_log
 from operators.training_stage import TrainingStageOperator
@@ -102,6 +103,8 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
             max_training_seconds=plan.max_training_seconds,
             confinement=self._confinement.wrapper_arguments(),
             metric_extraction=extraction_arguments(plan.metric_extraction),
+            hang_after_seconds=plan.hang_after_seconds,
+            stop_when_hung=plan.stop_when_hung,
         )
         try:
             pid = self._process.start()
@@ -112,13 +115,23 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
         checkpoints.start()
         self._watching = True
         try:
-            outcome = self._process.wait(abort)
+            outcome = self._process.wait(abort, on_poll=self._hang_notices(plan))
         finally:
             self._watching = False
             checkpoints.finish()
         stopped_by = outcome.stopped_by or self._stopped_by_airflow
         ending = self._ending(layout, outcome, stopped_by=stopped_by)
         return self._finish(layout, ending, stopped_by=stopped_by)
+
+    def _hang_notices(self, plan: RunPlan) -> HangNotices | None:
+        if self._process is None or plan.hang_after_seconds is None:
+            return None
+        return HangNotices(
+            node_index=self.node_index,
+            catalog_run_id=plan.catalog_run_id,
+            read=self._process.hung,
+            log=self.log,
+        )
 
     def _checkpoint_sync(self, plan: RunPlan, layout: RunLayout) -> BackgroundCheckpointSync:
         """What the pod's sidecar does for ``CHECKPOINT``, from this task's process; noted in
@@ -185,6 +198,7 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
             killed_after_grace_seconds=outcome.killed_after_grace_seconds,
             out_of_memory=memory,
             time_limit=outcome.time_limit,
+            hung=outcome.hung,
         )
 
     def _finish(
