@@ -164,7 +164,8 @@ def watch_for_hangs(
         facts = {"silent_seconds": round(event.silent_seconds, 1), "hang_after_seconds": threshold}
         note(
             f"the training looks hung: its process is alive but its log and METRICS have not "
-            f"advanced for {event.silent_seconds:.0f}s (hang_after_seconds {threshold:g})"
+            f"advanced for {event.silent_seconds:.0f}s (hang_detection.after_seconds: "
+            f"{threshold:g})"
         )
         if report is not None:
             _write_report(report, facts)

@@ -150,7 +150,7 @@ def test_the_wrapper_reports_a_silent_training_and_lets_it_run(tmp_path: Path) -
         assert "the training looks hung: its process is alive but its log and METRICS have " in (
             sidecar
         )
-        assert "(hang_after_seconds 0.5)" in sidecar
+        assert "(hang_detection.after_seconds: 0.5)" in sidecar
     finally:
         os.killpg(process.pid, 15)
         process.wait(timeout=20)
