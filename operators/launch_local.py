@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ from octotrain.settings import get_settings
 from octotrain.supplemental_log import NodeEnding, last_sampled_memory
 from operators.hang_notices import HangNotices
 from operators.node_endings import record_ending
+from operators.node_holds import record_node_hold, record_node_release
 from operators.stage_data import init_log
 from operators.training_stage import TrainingStageOperator
 
@@ -60,6 +62,7 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
         self._process: LocalNodeProcess | None = None
         self._layout: RunLayout | None = None
         self._confinement: Confinement | None = None
+        self._plan: RunPlan | None = None  # for usage: the node's hold is the run's
         self._stopped_by_airflow: AbortFlag | None = None
         self._watching = False  # execute is waiting for the node (it will see it end)
 
@@ -111,6 +114,8 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
         except NodeStartFailed as error:
             return self._finish(layout, NodeEnding(self.node_index, start_error=str(error)))
         self.log.info("node %s started as pid %s", self.node_index, pid)
+        self._plan = plan
+        record_node_hold(plan, self.node_index, started_at=datetime.now(UTC))
         checkpoints = self._checkpoint_sync(plan, layout)
         checkpoints.start()
         self._watching = True
@@ -209,6 +214,8 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
         (``stopped_by``) skips it, without a traceback in its log: nothing went wrong."""
         if self._confinement is not None:
             self._confinement.release()
+        if self._plan is not None:
+            record_node_release(self._plan, self.node_index)
         report = meta_report(layout.node_folders(self.node_index).metrics)
         if report:
             with layout.log_path(layout.log_names(self.node_index).sidecar).open("a") as log:
@@ -249,6 +256,8 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
         record_ending(self._layout, ending)
         if self._confinement is not None:
             self._confinement.release()
+        if self._plan is not None:
+            record_node_release(self._plan, self.node_index)
 
 
 def _tail(path: Path) -> str:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, NoReturn
 
 from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
@@ -44,7 +44,8 @@ from octotrain.kubernetes_config import kubernetes_config
 from octotrain.planning import RunPlan
 from octotrain.pods import node_pod
 from octotrain.settings import get_settings
-from operators.node_pod_trigger import STOPPED, STOPPED_BY_USER, NodePodTrigger
+from operators.node_holds import pod_held_span, record_node_hold
+from operators.node_pod_trigger import HELD_SINCE, STOPPED, STOPPED_BY_USER, NodePodTrigger
 from operators.pod_settings import pod_settings
 from operators.training_stage import PLAN_XCOM_KEY, VALIDATE_TASK_ID, with_real_secrets
 
@@ -157,6 +158,10 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         otherwise; else the provider fetches the training container's log and ends as the pod
         did, a pod that failed (or did not start in time) raising the flag."""
         if event["status"] == STOPPED:
+            if event.get(HELD_SINCE):  # the pod is gone: its hold ends with this event
+                since = datetime.fromisoformat(str(event[HELD_SINCE]))
+                record_node_hold(self._plan(context), self.node_index, started_at=since,
+                                 ended_at=datetime.now(UTC))  # fmt: skip
             _end_stopped(str(event["message"]), by_user=bool(event.get(STOPPED_BY_USER)))
         if event["status"] == STARTUP_TIMEOUT:
             # No training log to fetch: following a pod that started just after its startup
@@ -165,6 +170,21 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         abort = self._abort_marker(context)
         with self._failure_raises_the_flag(abort):
             return super().trigger_reentry(context, event)
+
+    def cleanup(
+        self,
+        pod: k8s.V1Pod,
+        remote_pod: k8s.V1Pod,
+        xcom_result: dict[str, Any] | None = None,
+        context: Context | None = None,
+    ) -> None:
+        """The pod has ended, as the provider followed it (before it deletes a pod that
+        succeeded): its hold is recorded from its own status, for usage accounting."""
+        span = pod_held_span(remote_pod) if remote_pod is not None else None
+        if span is not None and context is not None:
+            record_node_hold(self._plan(context), self.node_index, started_at=span[0],
+                             ended_at=span[1])  # fmt: skip
+        super().cleanup(pod, remote_pod, xcom_result=xcom_result, context=context)
 
     def _abort_marker(self, context: Context) -> StoreAbortMarker:
         """The run's abort flag, kept for ``defer`` and ``on_kill``."""

@@ -42,6 +42,9 @@ from octotrain.abort_flags import AbortFlag
 STOPPED = "stopped"
 # The key of that event that says whether the node's user stopped it (``AbortFlag.by_user``).
 STOPPED_BY_USER = "stopped_by_user"
+# The key of that event with when the pod started on its Kubernetes node (ISO 8601; absent if it
+# never did): with the event's time, the node's hold of its resources, for usage accounting.
+HELD_SINCE = "held_since"
 # The status of Kubernetes' answer about a pod that is no more.
 NOT_FOUND = 404
 # Keyword arguments of the provider's trigger that can hold credentials (a kubeconfig's tokens
@@ -132,11 +135,13 @@ class NodePodTrigger(BaseTrigger):
                     yield event
                 return
             reason = flag.why_stopped(self.node_index)
+            held_since = await self._started_at()
             await self._take_the_pod_down(reason, pod_end)
             yield TriggerEvent(
                 {"status": STOPPED, "name": self.pod_trigger.pod_name,
                  "namespace": self.pod_trigger.pod_namespace, "message": reason,
-                 STOPPED_BY_USER: flag.by_user}
+                 STOPPED_BY_USER: flag.by_user,
+                 **({HELD_SINCE: held_since.isoformat()} if held_since else {})}
             )  # fmt: skip
         finally:
             await _cancelled(pod_end)  # stopped before the provider's trigger saw the pod end
@@ -161,6 +166,18 @@ class NodePodTrigger(BaseTrigger):
         except Exception as error:
             self.log.warning("could not read the run's abort flag: %s", error)
             return None
+
+    async def _started_at(self) -> datetime | None:
+        """When the pod started on its Kubernetes node; None if it did not, or cannot be read
+        (its usage is then not recorded, the stop goes on)."""
+        try:
+            pod = await self.pod_trigger.hook.get_pod(
+                name=self.pod_trigger.pod_name, namespace=self.pod_trigger.pod_namespace
+            )
+        except Exception as error:
+            self.log.warning("could not read the pod's start: %s", error)
+            return None
+        return pod.status.start_time if pod.status is not None else None
 
     async def _take_the_pod_down(self, reason: str, pod_end: asyncio.Future[Any]) -> None:
         self.log.info("deleting the pod: %s", reason)
