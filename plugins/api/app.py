@@ -11,7 +11,14 @@ from __future__ import annotations
 from airflow.api_fastapi.core_api.security import get_user
 from fastapi import APIRouter, Depends, FastAPI
 
-from plugins.api import catalog_routes, lineage_routes, log_routes, metrics_routes, task_routes
+from plugins.api import (
+    accounting_routes,
+    catalog_routes,
+    lineage_routes,
+    log_routes,
+    metrics_routes,
+    task_routes,
+)
 from plugins.api.errors import ERROR_RESPONSES, install_error_handlers
 from plugins.ui import catalog_pages, pages, run_pages
 
@@ -34,6 +41,7 @@ def create_app() -> FastAPI:
     api.include_router(task_routes.router)
     api.include_router(log_routes.router)
     api.include_router(metrics_routes.router)
+    api.include_router(accounting_routes.router)
     app.include_router(api)
     app.include_router(pages.router, dependencies=[Depends(get_user)])
     app.include_router(catalog_pages.router, dependencies=[Depends(get_user)])
