@@ -85,6 +85,8 @@ class RunPlan(BaseModel):
     # (None: not watched), and whether it is then stopped.
     hang_after_seconds: int | None = None
     stop_when_hung: bool = False
+    # Restarts of the run's nodes after a node was lost (octotrain.restarts); 0: none.
+    max_node_restarts: int = 0
     # The algorithm's metric definitions as the node's wrapper applies them to the train log
     # (``MetricDefinition.extraction``); empty: none.
     metric_extraction: list[dict[str, Any]] = []
@@ -242,6 +244,7 @@ def build_run_plan(
         max_training_seconds=spec.max_training_seconds,
         hang_after_seconds=spec.hang_detection.after_seconds if spec.hang_detection else None,
         stop_when_hung=bool(spec.hang_detection and spec.hang_detection.stop_when_hung),
+        max_node_restarts=spec.node_restarts,
         metric_extraction=[
             MetricDefinition.model_validate(definition).extraction()
             for definition in algorithm.metric_definitions

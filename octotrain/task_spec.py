@@ -23,6 +23,7 @@ from octotrain.documents import (
     TextValue,
 )
 from octotrain.hang_detection import HangDetection
+from octotrain.restarts import DEFAULT_MAX_NODE_RESTARTS, MAX_NODE_RESTARTS
 from octotrain.schedules import schedule_rule
 from octotrain.time_limits import time_limit_rule
 
@@ -115,6 +116,16 @@ class TaskSpec(Document):
     # Report a node silent (no log line, no metrics point) this long, and maybe stop it as
     # hung (octotrain.hang_detection); null: not watched.
     hang_detection: HangDetection | None = None
+    # How many times a run's nodes are started again from their checkpoints after a node was
+    # lost for a reason outside its training (octotrain.restarts); 0: never; null: the default.
+    max_node_restarts: StrictInt | None = Field(default=None, ge=0, le=MAX_NODE_RESTARTS)
+
+    @property
+    def node_restarts(self) -> int:
+        """The restarts a run may make (``max_node_restarts``, or the default when unset)."""
+        if self.max_node_restarts is None:
+            return DEFAULT_MAX_NODE_RESTARTS
+        return self.max_node_restarts
 
     @property
     def retrains(self) -> bool:

@@ -15,7 +15,9 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +34,14 @@ from hooks.local_process import (
 )
 from hooks.node_confinement import Confinement, confine_node
 from hooks.object_store import default_object_store
+from hooks.run_restarts import LocalRunRestarts
 from octotrain.abort_flags import AbortFlag
 from octotrain.contracts import parameter_arguments, training_environment
+from octotrain.failure_classes import FailureClass, local_end_class
 from octotrain.metric_definitions import extraction_arguments
 from octotrain.metrics_meta import meta_report
 from octotrain.planning import RunPlan
+from octotrain.restarts import RunRestart, restart_due, what_was_done
 from octotrain.run_layout import RunLayout
 from octotrain.settings import get_settings
 from octotrain.supplemental_log import NodeEnding, last_sampled_memory
@@ -65,6 +70,8 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
         self._plan: RunPlan | None = None  # for usage: the node's hold is the run's
         self._stopped_by_airflow: AbortFlag | None = None
         self._watching = False  # execute is waiting for the node (it will see it end)
+        self._restart: RunRestart | None = None  # another node's, which stopped this start
+        self._earlier: list[str] = []  # how earlier starts ended, for the supplemental log
 
     def execute(self, context: Context) -> int:
         plan = self.plan_to_start_nodes(context)
@@ -94,7 +101,8 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
         )
         if self._confinement.memory_limit_mib > 0:  # the resource monitor's memory %
             env["OCTOTRAIN_MEMORY_LIMIT_BYTES"] = str(self._confinement.memory_limit_mib << 20)
-        self._process = LocalNodeProcess(
+        new_process = partial(
+            LocalNodeProcess,
             command=command,
             env=env,
             cwd=settings.local_code_dir,
@@ -109,24 +117,145 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
             hang_after_seconds=plan.hang_after_seconds,
             stop_when_hung=plan.stop_when_hung,
         )
-        try:
-            pid = self._process.start()
-        except NodeStartFailed as error:
-            return self._finish(layout, NodeEnding(self.node_index, start_error=str(error)))
-        self.log.info("node %s started as pid %s", self.node_index, pid)
-        self._plan = plan
-        record_node_hold(plan, self.node_index, started_at=datetime.now(UTC))
+        restarts = LocalRunRestarts(layout.run_dir)
+        attempt = 0
+        while True:  # once, and again for each restart of the run (octotrain.restarts)
+            self._process = new_process()
+            layout.exit_path(self.node_index).unlink(missing_ok=True)  # an earlier start's
+            try:
+                pid = self._process.start()
+            except NodeStartFailed as error:
+                return self._finish(layout, NodeEnding(self.node_index, start_error=str(error)))
+            self.log.info("node %s started as pid %s (start %s)", self.node_index, pid, attempt + 1)
+            if attempt == 0:
+                self._plan = plan
+                record_node_hold(plan, self.node_index, started_at=datetime.now(UTC))
+            outcome = self._train(plan, layout, abort, restarts.requested, attempt)
+            stopped_by = outcome.stopped_by or self._stopped_by_airflow
+            ending = self._ending(layout, outcome, stopped_by=stopped_by)
+            restart = self._next_restart(plan, layout, outcome, restarts, attempt, stopped_by)
+            if restart is None:
+                failure = self._failure_class(layout, ending, outcome, stopped_by)
+                done = None
+                if failure is not None:
+                    most = plan.max_node_restarts
+                    done = what_was_done(failure, attempt=attempt, max_restarts=most)
+                return self._finish(layout, ending, stopped_by=stopped_by, failure=done)
+            self._record_restart(plan, layout, ending, restart, outcome, stopped_by=stopped_by)
+            attempt = restart.attempt
+
+    def _train(
+        self,
+        plan: RunPlan,
+        layout: RunLayout,
+        abort: RunAbortMarker,
+        requested: Callable[[int], RunRestart | None],
+        attempt: int,
+    ) -> NodeOutcome:
+        """Wait for the started node to end, syncing its checkpoints; stop it (SIGTERM, the
+        grace period to save a checkpoint) when another node asks for the run's next restart,
+        which is then ``self._restart``."""
+        assert self._process is not None
+        process, hang_notices = self._process, self._hang_notices(plan)
+        self._restart = None
+
+        def on_poll() -> None:
+            if hang_notices is not None:
+                hang_notices()
+            if self._restart is None and attempt < plan.max_node_restarts:
+                self._restart = requested(attempt + 1)
+                if self._restart is not None:
+                    self.log.info("stopping node %s: %s", self.node_index,
+                                  self._restart.in_words(plan.max_node_restarts))  # fmt: skip
+                    process.terminate()
+
         checkpoints = self._checkpoint_sync(plan, layout)
         checkpoints.start()
         self._watching = True
         try:
-            outcome = self._process.wait(abort, on_poll=self._hang_notices(plan))
+            return process.wait(abort, on_poll=on_poll)
         finally:
             self._watching = False
             checkpoints.finish()
-        stopped_by = outcome.stopped_by or self._stopped_by_airflow
-        ending = self._ending(layout, outcome, stopped_by=stopped_by)
-        return self._finish(layout, ending, stopped_by=stopped_by)
+
+    def _failure_class(
+        self,
+        layout: RunLayout,
+        ending: NodeEnding,
+        outcome: NodeOutcome,
+        stopped_by: AbortFlag | None,
+    ) -> FailureClass | None:
+        """The class of the node's abnormal end (``octotrain.failure_classes``); None when it
+        ended well."""
+        if outcome.succeeded and stopped_by is None and ending.time_limit is None:
+            return None
+        return local_end_class(
+            exit_code=outcome.exit_code,
+            wrapper_reported=layout.exit_path(self.node_index).is_file(),
+            stopped=stopped_by is not None,
+            out_of_memory=ending.out_of_memory is not None,
+            time_limited=ending.time_limit is not None,
+            hung=ending.hung is not None,
+            start_error=ending.start_error is not None,
+        )
+
+    def _next_restart(
+        self,
+        plan: RunPlan,
+        layout: RunLayout,
+        outcome: NodeOutcome,
+        restarts: LocalRunRestarts,
+        attempt: int,
+        stopped_by: AbortFlag | None,
+    ) -> RunRestart | None:
+        """The run's restart this node now takes part in: the one another node asked for (this
+        node was stopped for it, or failed for want of its lost peer), or the one its own loss
+        asks for within the task's limit; None when it is done (or the run is stopped)."""
+        if stopped_by is not None:
+            return None
+        if self._restart is not None:
+            return self._restart
+        ending = self._ending(layout, outcome, stopped_by=None)
+        failure = self._failure_class(layout, ending, outcome, None)
+        if failure is None:
+            return None
+        if restart_due(failure, attempt=attempt, max_restarts=plan.max_node_restarts):
+            reason = f"its process was killed from outside, exit status {outcome.exit_code}"
+            return restarts.request(RunRestart(attempt + 1, self.node_index, reason))
+        return restarts.requested(attempt + 1) if attempt < plan.max_node_restarts else None
+
+    def _record_restart(
+        self,
+        plan: RunPlan,
+        layout: RunLayout,
+        ending: NodeEnding,
+        restart: RunRestart,
+        outcome: NodeOutcome,
+        *,
+        stopped_by: AbortFlag | None,
+    ) -> None:
+        """Say in the node's supplemental and sidecar logs how this start ended and that it is
+        started again; the supplemental log keeps these lines whatever the next start does."""
+        done = restart.in_words(plan.max_node_restarts)
+        failure = self._failure_class(layout, ending, outcome, stopped_by)
+        if restart.node == self.node_index and self._restart is None and failure is not None:
+            attempt, most = restart.attempt - 1, plan.max_node_restarts
+            lines = (what_was_done(failure, attempt=attempt, max_restarts=most), done)
+        else:
+            ending = NodeEnding(
+                self.node_index,
+                exit_code=outcome.exit_code,
+                stop_reason=(
+                    f"node {self.node_index} was stopped to be started again with every node of "
+                    f"the run, as node {restart.node} was lost"
+                ),
+            )
+            lines = (done,)
+        reason = record_ending(layout, ending, details=(*self._earlier, *lines))
+        self._earlier.append(f"start {restart.attempt} of the node: {reason}; {done}")
+        with layout.log_path(layout.log_names(self.node_index).sidecar).open("a") as log:
+            log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} {done}\n")
+        self.log.info("node %s: %s", self.node_index, done)
 
     def _hang_notices(self, plan: RunPlan) -> HangNotices | None:
         if self._process is None or plan.hang_after_seconds is None:
@@ -207,11 +336,18 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
         )
 
     def _finish(
-        self, layout: RunLayout, ending: NodeEnding, *, stopped_by: AbortFlag | None = None
+        self,
+        layout: RunLayout,
+        ending: NodeEnding,
+        *,
+        stopped_by: AbortFlag | None = None,
+        failure: str | None = None,
     ) -> int:
-        """Record how the node ended; a node that did not end normally fails its task instance
-        (its failure, unless it was stopped, stops the run), but one that its user stopped
-        (``stopped_by``) skips it, without a traceback in its log: nothing went wrong."""
+        """Record how the node ended (with ``failure``, its class and what was done about it,
+        and how its earlier starts ended, if it was restarted); a node that did not end
+        normally fails its task instance (its failure, unless it was stopped, stops the run),
+        but one that its user stopped (``stopped_by``) skips it, without a traceback in its
+        log: nothing went wrong."""
         if self._confinement is not None:
             self._confinement.release()
         if self._plan is not None:
@@ -220,7 +356,8 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
         if report:
             with layout.log_path(layout.log_names(self.node_index).sidecar).open("a") as log:
                 log.write("".join(f"{line}\n" for line in report))
-        reason = record_ending(layout, ending)
+        done = (failure,) if failure else ()
+        reason = record_ending(layout, ending, details=(*self._earlier, *done))
         if reason is None:
             self.log.info("node %s finished successfully", self.node_index)
             return 0

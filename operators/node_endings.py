@@ -6,17 +6,26 @@ reads, and, when it did not end normally, its supplemental log (``octotrain.supp
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
+from octotrain.restarts import CLASS_LINE
 from octotrain.run_layout import RunLayout
 from octotrain.supplemental_log import NodeEnding, explain
 
 
-def record_ending(layout: RunLayout, ending: NodeEnding) -> str | None:
+def record_ending(
+    layout: RunLayout, ending: NodeEnding, *, details: tuple[str, ...] = ()
+) -> str | None:
     """Write how the node ended; the first line of its supplemental log, or None when it ended
-    normally (it then has none). Written whole, then renamed: the log pages may be reading."""
+    normally (it then has none). ``details`` follow the log's own: how the node's earlier starts
+    ended, its failure class and what was done about it (left out when the log's own lines name
+    its class already). Written whole, then renamed: the log pages may be reading."""
     node_index = ending.node_index
     log = explain(ending)
     if log is not None:
+        named = any(line.startswith(CLASS_LINE) for line in log.details)
+        extra = [line for line in details if not (named and line.startswith(CLASS_LINE))]
+        log = replace(log, details=(*log.details, *extra))
         path = layout.log_path(layout.log_names(node_index).supplemental)
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f".{path.name}.partial-{os.getpid()}")

@@ -1,0 +1,170 @@
+"""Failure classes: why a node ended abnormally, as far as retrying it goes.
+
+A node lost for reasons outside its training (its pod evicted or preempted, its Kubernetes node
+lost, the worker that ran it lost, an image pull or the object store briefly failing) is
+``LOST``: it is started again from its checkpoint, with every other node of its run, up to the
+task's ``max_node_restarts`` (``octotrain.restarts``). A training that failed on its own (a
+non-zero exit, out of memory, a command that cannot run, bad input), reached a time limit, hung
+or was stopped is not: starting it again would end the same way, or undo a decision.
+
+The classification reads what each launcher knows of a node's end: the pod as the Kubernetes
+API shows it (a dict in the API's shape, as ``octotrain.pod_diagnosis`` reads it), or the local
+process's end (``local_end_class``).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from octotrain.hang_detection import HUNG
+
+# A pod condition Kubernetes adds before it deletes or fails a pod for a disruption (eviction
+# by the API or for node pressure, preemption by a higher priority, the node's taint or loss).
+DISRUPTION_TARGET = "DisruptionTarget"
+# The pod's status reasons of a kubelet's eviction and of a node that stopped answering.
+EVICTED = "Evicted"
+NODE_LOST = "NodeLost"
+# Waiting reasons of an image pull that failed, and the words of its message that say the
+# registry or the network failed for a while (not a wrong name, a missing tag or credentials).
+PULL_REASONS = {"ErrImagePull", "ImagePullBackOff"}
+TRANSIENT_PULL_WORDS = (
+    "timeout", "timed out", "connection refused", "connection reset", "no route to host",
+    "temporary failure", "too many requests", "service unavailable", "bad gateway",
+    "internal server error", "eof",
+)  # fmt: skip
+TRAIN_CONTAINER = "base"
+# The exit status of a process killed by a signal is above this (128 + the signal).
+SIGNAL_EXIT_BASE = 128
+
+
+class FailureClass(StrEnum):
+    """Each abnormal end's class; ``retried`` says whether the node is started again."""
+
+    LOST = "lost"  # outside the training: evicted, preempted, node or worker lost
+    TRAINING = "training"  # the training exited non-zero on its own
+    OUT_OF_MEMORY = "out_of_memory"
+    START = "start"  # it could not start: a command or image that cannot run, bad input
+    TIME_LIMIT = "time_limit"
+    HUNG = HUNG  # stopped as hung by its wrapper (``octotrain.hang_detection``)
+    STOPPED = "stopped"  # by its user, Airflow, or another node's failure
+
+    @property
+    def retried(self) -> bool:
+        return self is FailureClass.LOST
+
+    def in_words(self) -> str:
+        return _WORDS[self]
+
+
+_WORDS = {
+    FailureClass.LOST: "the node was lost for a reason outside its training",
+    FailureClass.TRAINING: "the training failed on its own (not retried)",
+    FailureClass.OUT_OF_MEMORY: "the training ran out of memory (not retried)",
+    FailureClass.START: "the node could not start its training (not retried)",
+    FailureClass.TIME_LIMIT: "a time limit stopped it (not retried)",
+    FailureClass.HUNG: "stopped as hung (not retried: a hang is the training's own)",
+    FailureClass.STOPPED: "stopped (not retried)",
+}
+
+
+def pod_loss(pod: dict[str, Any]) -> str | None:
+    """Why the pod was lost for a reason outside its training, in words; None when it was not.
+
+    Kubernetes says so in three ways: the ``DisruptionTarget`` condition (API eviction,
+    preemption, node pressure, taint manager, pod garbage collection after a node loss), the
+    status reason ``Evicted`` (kubelet) or ``NodeLost``, and an image pull that failed for a
+    network or registry error of the moment (a timeout, a refused connection, a 5xx)."""
+    status = pod.get("status") or {}
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == DISRUPTION_TARGET and condition.get("status") == "True":
+            reason = condition.get("reason") or "DisruptionTarget"
+            return f"{reason}: {condition.get('message', '')}".rstrip(": ")
+    reason = str(status.get("reason") or "")
+    if reason in (EVICTED, NODE_LOST):
+        return f"{reason}: {status.get('message', '')}".rstrip(": ")
+    for container in [
+        *(status.get("initContainerStatuses") or []),
+        *(status.get("containerStatuses") or []),
+    ]:
+        waiting = (container.get("state") or {}).get("waiting") or {}
+        message = str(waiting.get("message", ""))
+        if waiting.get("reason") in PULL_REASONS and _transient(message):
+            return f"{waiting['reason']} (transient): {message}"
+    return None
+
+
+def _transient(message: str) -> bool:
+    lowered = message.lower()
+    return any(word in lowered for word in TRANSIENT_PULL_WORDS)
+
+
+def pod_end_class(pod: dict[str, Any] | None, *, stopped: bool, time_limited: bool) -> FailureClass:
+    """The class of a pod's abnormal end. ``stopped``: the run's abort flag or Airflow stopped
+    it; ``time_limited``: a time limit did (the wrapper's report or the pod's deadline).
+    A pod that is gone without a word (deleted by someone, its node gone and collected) is
+    lost."""
+    if stopped:
+        return FailureClass.STOPPED
+    if time_limited:
+        return FailureClass.TIME_LIMIT
+    if pod is None or pod_loss(pod) is not None:
+        return FailureClass.LOST
+    if _init_failed(pod):  # data preparation: its own log says why (bad input, a store error)
+        return FailureClass.START
+    terminated = _train_terminated(pod)
+    if terminated is None:
+        return FailureClass.START if _phase(pod) in ("Pending", None) else FailureClass.LOST
+    if terminated.get("reason") == "OOMKilled":
+        return FailureClass.OUT_OF_MEMORY
+    if terminated.get("reason") in ("StartError", "ContainerCannotRun"):
+        return FailureClass.START
+    return FailureClass.TRAINING
+
+
+def local_end_class(
+    *,
+    exit_code: int,
+    wrapper_reported: bool,
+    stopped: bool,
+    out_of_memory: bool,
+    time_limited: bool,
+    hung: bool,
+    start_error: bool,
+) -> FailureClass:
+    """The class of a local node's abnormal end. The node's wrapper writes its exit report
+    whenever the training ends, whatever its exit; a wrapper killed by a signal before it wrote
+    one (with its process group, from outside: a person, a shutdown) stands for a lost node, as
+    on a cluster."""
+    if stopped:
+        return FailureClass.STOPPED
+    if start_error:
+        return FailureClass.START
+    if time_limited:
+        return FailureClass.TIME_LIMIT
+    if hung:
+        return FailureClass.HUNG
+    if out_of_memory:
+        return FailureClass.OUT_OF_MEMORY
+    if not wrapper_reported and exit_code > SIGNAL_EXIT_BASE:
+        return FailureClass.LOST
+    return FailureClass.TRAINING
+
+
+def _train_terminated(pod: dict[str, Any]) -> dict[str, Any] | None:
+    for container in (pod.get("status") or {}).get("containerStatuses") or []:
+        if container.get("name") == TRAIN_CONTAINER:
+            return (container.get("state") or {}).get("terminated") or None
+    return None
+
+
+def _init_failed(pod: dict[str, Any]) -> bool:
+    for container in (pod.get("status") or {}).get("initContainerStatuses") or []:
+        terminated = (container.get("state") or {}).get("terminated") or {}
+        if terminated and terminated.get("exitCode", 0) != 0:
+            return True
+    return False
+
+
+def _phase(pod: dict[str, Any]) -> str | None:
+    return (pod.get("status") or {}).get("phase")

@@ -1,0 +1,69 @@
+"""Restarting a run's nodes after one was lost (``octotrain.failure_classes.FailureClass.LOST``).
+
+Every node of a run is started again together, from its checkpoint: a distributed training's
+rendezvous needs every member, and the members that were not lost are waiting for the lost one
+(or have failed for want of it). The node that saw the loss asks for restart number ``attempt``
+(1, 2, …) by writing a ``RunRestart`` where every node's launcher looks (a file in the run
+folder, an object in the store); the first request of a number stays, so two nodes lost at once
+make one restart. Every node still running then stops its training (SIGTERM, the grace period
+to save a checkpoint) and starts it again; a node that already ended well is not restarted.
+At most ``max_node_restarts`` (the task's setting; 0: never) restarts per run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+
+from octotrain.failure_classes import FailureClass
+
+DEFAULT_MAX_NODE_RESTARTS = 2
+MAX_NODE_RESTARTS = 20
+# How a supplemental log's line on the failure class starts.
+CLASS_LINE = "failure class "
+
+
+@dataclass(frozen=True)
+class RunRestart:
+    """Restart number ``attempt`` of a run, asked for because ``node`` was lost (``reason``)."""
+
+    attempt: int
+    node: str
+    reason: str
+
+    def in_words(self, max_restarts: int) -> str:
+        return (
+            f"node {self.node} was lost ({self.reason}): every node of the run was started again "
+            f"from its checkpoint (restart {self.attempt} of at most {max_restarts})"
+        )
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> RunRestart | None:
+        """A request as written by ``to_json``; None for anything unreadable (a torn write is
+        never taken for a restart)."""
+        try:
+            document = json.loads(text)
+            return cls(int(document["attempt"]), str(document["node"]), str(document["reason"]))
+        except (ValueError, KeyError, TypeError):
+            return None
+
+
+def restart_due(failure: FailureClass, *, attempt: int, max_restarts: int) -> bool:
+    """Whether a node that ended with ``failure`` in ``attempt`` (0: the first start) asks for
+    the run's next restart."""
+    return failure.retried and attempt < max_restarts
+
+
+def what_was_done(failure: FailureClass, *, attempt: int, max_restarts: int) -> str:
+    """The supplemental log's line on an abnormal end: its class and what came of it."""
+    line = f"{CLASS_LINE}{failure}: {failure.in_words()}"
+    if not failure.retried:
+        return line
+    if max_restarts == 0:
+        return f"{line}; not restarted: the task's max_node_restarts is 0"
+    if attempt >= max_restarts:
+        return f"{line}; not restarted: the run's {max_restarts} restarts were all used"
+    return f"{line}; restart {attempt + 1} of at most {max_restarts}"
