@@ -24,8 +24,8 @@ from airflow.sdk import (
     ParamsDict,
     TriggerRule,
     WeightRule,
+    conf,
 )
-from airflow.sdk.configuration import conf
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 

@@ -8,23 +8,24 @@ and retiring a deleted task's DAG at once.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from pathlib import PurePosixPath
 
-from airflow.api.common.delete_dag import delete_dag
-from airflow.api.common.mark_tasks import set_dag_run_state_to_failed
 from airflow.exceptions import AirflowException
-from airflow.models.dag import DagModel
-from airflow.models.dagbag import DagPriorityParsingRequest
-from airflow.models.dagrun import DagRun
-from airflow.models.serialized_dag import SerializedDagModel
-from airflow.utils.session import create_session
-from airflow.utils.state import DagRunState
-from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from hooks.airflow_compat import (
+    dag_file_of_prefix,
+    dag_model,
+    delete_dag_records,
+    fail_dag_run,
+    metadata_session,
+    request_parse,
+    retire_dag_model,
+    set_run_note,
+    unfinished_dag_runs,
+)
 from octotrain.contracts import DAG_ID_PREFIX
 
 log = logging.getLogger(__name__)
@@ -43,20 +44,13 @@ def request_tasks_reparse() -> bool:
 
 
 def _request_reparse() -> bool:
-    with create_session() as session:
-        known = session.execute(
-            select(DagModel.bundle_name, DagModel.relative_fileloc)
-            .where(DagModel.dag_id.startswith("octotrain_"), DagModel.relative_fileloc.is_not(None))
-            .order_by(DagModel.dag_id.startswith(DAG_ID_PREFIX).desc())
-            .limit(1)
-        ).first()
+    with metadata_session() as session:
+        known = dag_file_of_prefix(session, prefix="octotrain_", preferred=DAG_ID_PREFIX)
         if known is None:
             return False
         bundle, sibling = known
         relative = str(PurePosixPath(sibling).with_name(TASKS_DAG_FILE))
-        key = hashlib.md5(f"{bundle}:{relative}".encode()).hexdigest()
-        if session.get(DagPriorityParsingRequest, key) is None:
-            session.add(DagPriorityParsingRequest(bundle_name=bundle, relative_fileloc=relative))
+        request_parse(session, bundle=bundle, relative_fileloc=relative)
     log.info("asked Airflow to parse %s of bundle %s", relative, bundle)
     return True
 
@@ -76,8 +70,8 @@ def retire_task_dag(dag_id: str, *, reason: str) -> bool:
     run that starts meanwhile fails at once (``dags/deleted_tasks.py``).
     """
     try:
-        with create_session() as session:
-            if session.get(DagModel, dag_id) is not None:
+        with metadata_session() as session:
+            if dag_model(session, dag_id=dag_id) is not None:
                 _retire(session, dag_id, reason)
     except SQLAlchemyError as error:
         log.warning("could not retire the DAG %s in Airflow: %s", dag_id, error)
@@ -89,23 +83,13 @@ def retire_task_dag(dag_id: str, *, reason: str) -> bool:
 def _retire(session: Session, dag_id: str, reason: str) -> None:
     try:
         with session.begin_nested():
-            delete_dag(dag_id, session=session)
+            delete_dag_records(session, dag_id=dag_id)
         return
     except AirflowException:  # task instances still run
         pass
-    found = session.get(DagModel, dag_id)
+    found = dag_model(session, dag_id=dag_id)
     assert found is not None
-    found.is_paused = True
-    found.is_stale = True
-    runs = session.scalars(
-        select(DagRun).where(
-            DagRun.dag_id == dag_id, DagRun.state.in_((DagRunState.QUEUED, DagRunState.RUNNING))
-        )
-    ).all()
-    dag = SerializedDagModel.get_dag(dag_id, session=session) if runs else None
-    for run in runs:
-        if dag is not None:
-            set_dag_run_state_to_failed(dag=dag, run_id=run.run_id, commit=True, session=session)
-        else:
-            run.set_state(DagRunState.FAILED)
-        run.note = reason
+    retire_dag_model(found)
+    for run in unfinished_dag_runs(session, dag_id=dag_id):
+        fail_dag_run(session, run)
+        set_run_note(run, note=reason, user_id=None)

@@ -18,21 +18,20 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from airflow.api_fastapi.app import get_auth_manager
 from airflow.api_fastapi.auth.managers.models.base_user import BaseUser
-from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity, DagDetails
-from airflow.api_fastapi.core_api.datamodels.dag_run import TriggerDAGRunPostBody
-from airflow.models.dag import DagModel
-from airflow.models.dagbag import DBDagBag
-from airflow.models.dagrun import DagRun
 from airflow.sdk.exceptions import ParamValidationError
-from airflow.utils.session import create_session
-from airflow.utils.state import DagRunState
-from airflow.utils.types import DagRunTriggeredByType, DagRunType
-from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from hooks.airflow_compat import (
+    create_manual_run,
+    dag_model,
+    find_dag_run,
+    may_trigger_dag,
+    metadata_session,
+    run_note,
+    set_run_note,
+)
 from hooks.airflow_rest import REQUEST_RUN_PREFIX
 from octotrain.abort_flags import appended_note
 from octotrain.catalog.access import Forbidden
@@ -71,19 +70,17 @@ def trigger_dag_run(
     from_ui: bool = False,
 ) -> TriggeredRun:
     """Create a run of ``dag_id`` now (no logical date), or find the one ``request_id`` made."""
-    if not get_auth_manager().is_authorized_dag(
-        method="POST", access_entity=DagAccessEntity.RUN, details=DagDetails(id=dag_id), user=user
-    ):
+    if not may_trigger_dag(user=user, dag_id=dag_id):
         raise Forbidden(f"you may not trigger runs of DAG {dag_id} in Airflow")
     run_id = run_id_for_request(request_id) if request_id else None
     try:
-        with create_session() as session:
+        with metadata_session() as session:
             return _found(session, dag_id, run_id, conf) or _create(
                 session, dag_id, run_id, conf, user, from_ui
             )
     except IntegrityError:
         # The same request id, retried while its first try was creating the run.
-        with create_session() as session:
+        with metadata_session() as session:
             found = _found(session, dag_id, run_id, conf)
         if found is None:
             raise
@@ -95,7 +92,7 @@ def _found(
 ) -> TriggeredRun | None:
     if run_id is None:
         return None
-    run = session.scalar(select(DagRun).where(DagRun.dag_id == dag_id, DagRun.run_id == run_id))
+    run = find_dag_run(session, dag_id=dag_id, run_id=run_id)
     if run is None:
         return None
     if (run.conf or {}) != conf:
@@ -114,36 +111,22 @@ def _create(
     user: BaseUser,
     from_ui: bool,
 ) -> TriggeredRun:
-    model = session.scalar(select(DagModel).where(~DagModel.is_stale, DagModel.dag_id == dag_id))
-    if model is None:
+    model = dag_model(session, dag_id=dag_id)
+    if model is None or model.is_stale:
         raise Conflict(
             f"Airflow has not parsed DAG {dag_id} yet (a new task's DAG appears within seconds); "
             "try again shortly"
         )
     if model.has_import_errors:
         raise Conflict(f"DAG {dag_id} has import errors in Airflow and cannot be triggered")
-    dag = DBDagBag().get_latest_version_of_dag(dag_id, session=session)
-    if dag is None:
-        raise NotFound(f"Airflow has no serialized DAG {dag_id}")
-    body = TriggerDAGRunPostBody(dag_run_id=run_id, logical_date=None, conf=conf)
     try:
-        params = body.validate_context(dag)
-        run = dag.create_dagrun(
-            run_id=params["run_id"],
-            logical_date=params["logical_date"],
-            data_interval=params["data_interval"],
-            run_after=params["run_after"],
-            conf=params["conf"],
-            run_type=DagRunType.MANUAL,
-            triggered_by=DagRunTriggeredByType.UI if from_ui else DagRunTriggeredByType.REST_API,
-            triggering_user_name=user.get_name(),
-            state=DagRunState.QUEUED,
-            partition_key=params["partition_key"],
-            partition_date=params["partition_date"],
-            session=session,
+        run = create_manual_run(
+            session, dag_id=dag_id, run_id=run_id, conf=conf, user=user, from_ui=from_ui
         )
     except (ParamValidationError, ValueError) as error:
         raise InvalidTrigger([FieldProblem("conf", f"Airflow refused it: {error}")]) from None
+    if run is None:
+        raise NotFound(f"Airflow has no serialized DAG {dag_id}")
     session.flush()
     return TriggeredRun(dag_id, run.run_id, str(run.state), dict(run.conf or {}), created=True)
 
@@ -153,17 +136,11 @@ def add_run_note(*, dag_id: str, run_id: str, note: str, user_id: str | None) ->
     stays), as user ``user_id``; False when Airflow has no such run or its metadata DB cannot
     be reached: what the note records (a stop) has happened either way, so it is not undone."""
     try:
-        with create_session() as session:
-            run = session.scalar(
-                select(DagRun).where(DagRun.dag_id == dag_id, DagRun.run_id == run_id)
-            )
+        with metadata_session() as session:
+            run = find_dag_run(session, dag_id=dag_id, run_id=run_id)
             if run is None:
                 return False
-            if run.dag_run_note is None:
-                run.note = (note, user_id)
-            else:
-                run.dag_run_note.content = appended_note(run.dag_run_note.content, note)
-                run.dag_run_note.user_id = user_id
+            set_run_note(run, note=appended_note(run_note(run), note), user_id=user_id)
     except SQLAlchemyError as error:
         log.warning("could not add a note to run %s of DAG %s: %s", run_id, dag_id, error)
         return False

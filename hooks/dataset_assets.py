@@ -4,7 +4,8 @@ of every such task (Airflow's asset-triggered scheduling).
 
 Publishing happens outside Airflow's tasks (the REST API in the api-server, the command line),
 so the event is registered with Airflow's own ``AssetManager``, as Airflow's
-``POST /api/v2/assets/events`` does, in the same metadata DB.
+``POST /api/v2/assets/events`` does, in the same metadata DB (an internal, through
+``hooks.airflow_compat``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import logging
 
 from airflow.sdk import Asset
-from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
 from octotrain.catalog.dataset_versions import PublishedVersion
@@ -52,21 +52,11 @@ def announce_published(version: PublishedVersion) -> bool:
 
 def _register_event(uri: str, extra: dict[str, object]) -> bool:
     # Airflow's core models load only here: DAG files import this module for ``dataset_asset``.
-    from airflow.assets.manager import asset_manager
-    from airflow.models.asset import AssetActive, AssetModel
-    from airflow.utils.session import create_session
+    from hooks.airflow_compat import metadata_session, register_asset_event
 
-    with create_session() as session:
-        asset = session.scalar(
-            select(AssetModel)
-            .join(AssetActive, AssetActive.uri == AssetModel.uri)
-            .where(AssetModel.uri == uri)
-        )
-        if asset is None:
-            return False
-        event = asset_manager.register_asset_change(
-            asset=asset, extra=extra, source_is_api=True, session=session
-        )
-        registered = event is not None
+    with metadata_session() as session:
+        registered = register_asset_event(session, uri=uri, extra=extra)
+    if registered is None:
+        return False
     log.info("asset event of %s: %s", uri, "registered" if registered else "refused")
     return registered

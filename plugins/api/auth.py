@@ -4,18 +4,14 @@ Airflow's REST API and UI, by header or session cookie), which also makes the ro
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
-from airflow.api_fastapi.app import get_auth_manager
-from airflow.api_fastapi.auth.managers.base_auth_manager import BaseAuthManager
 from airflow.api_fastapi.auth.managers.models.base_user import BaseUser
-from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
 from airflow.api_fastapi.core_api.security import get_user
 from fastapi import Depends
 
+from hooks.airflow_compat import auth_manager, fab_user_may_edit_roles, simple_user_is_admin
 from octotrain.catalog.access import Scope
-
-SIMPLE_ADMIN_ROLE = "ADMIN"
 
 
 def is_airflow_admin(user: BaseUser) -> bool:
@@ -29,24 +25,14 @@ def is_airflow_admin(user: BaseUser) -> bool:
     are asked whether the user may change Airflow's configuration, which their admin role
     grants and no other default role does.
     """
-    if isinstance(user, SimpleAuthManagerUser):
-        return (user.role or "").upper() == SIMPLE_ADMIN_ROLE
-    manager = get_auth_manager()
-    if _is_fab(manager):
-        from airflow.providers.fab.www.security.permissions import RESOURCE_ROLE
-
-        return manager.is_authorized_custom_view(
-            method="PUT", resource_name=RESOURCE_ROLE, user=user
-        )
+    simple_admin = simple_user_is_admin(user)
+    if simple_admin is not None:
+        return simple_admin
+    manager = auth_manager()
+    fab_admin = fab_user_may_edit_roles(manager, user)
+    if fab_admin is not None:
+        return fab_admin
     return manager.is_authorized_configuration(method="PUT", user=user)
-
-
-def _is_fab(manager: BaseAuthManager[Any]) -> bool:
-    """Imported here, not at the top: FAB's auth manager costs every process that loads the
-    plugin more than a second, and under FAB it is loaded already."""
-    from airflow.providers.fab.auth_manager.fab_auth_manager import FabAuthManager
-
-    return isinstance(manager, FabAuthManager)
 
 
 async def current_scope(user: Annotated[BaseUser, Depends(get_user)]) -> Scope:
