@@ -21,6 +21,7 @@ from cli.log_commands import task_logs
 from cli.node_commands import nodes_app
 from cli.output import reported
 from cli.task_commands import tasks_app
+from cli.usage_commands import usage
 from hooks.catalog import CatalogHook
 from hooks.object_store import object_store_from_url
 from octotrain.catalog.backfill import backfill_manifests
@@ -40,6 +41,7 @@ tasks_app.command("logs", help="A run's log files: list, print, follow (-f), sea
 )
 app.add_typer(tasks_app, name="task")
 app.add_typer(nodes_app, name="node")
+app.command("usage")(usage)
 
 
 @app.command("init")
