@@ -4,9 +4,11 @@
 training container's log into the task log, and deletes the pod on success. A failed pod is
 kept for ``collect_logs`` to diagnose (its status and events) before deleting it.
 
-After a worker is lost (a restart), the task's next try reattaches to the node's pod, found by
-its task-instance labels whatever its phase, so no second pod is created and nothing it wrote
-is lost. A training that fails is not retried (``AirflowFailException``).
+After a worker is lost (a restart), the task's next try reattaches to the node's pod, whatever
+its phase: found by the name an earlier try kept in the task instance's state store
+(``airflow.sdk``'s ``task_state_store``), else by its task-instance labels (the provider's
+``find_pod``), so no second pod is created and nothing it wrote is lost. A training that
+fails is not retried (``AirflowFailException``).
 
 A node that fails raises the run's abort flag (in the object store), and so does a user's stop;
 every node watches the flag and deletes its own pod (with the grace period) when it goes up: a
@@ -35,6 +37,7 @@ from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 from airflow.triggers.base import BaseTrigger
 from kubernetes.client import models as k8s
+from kubernetes.client.exceptions import ApiException
 
 from hooks.kubernetes_runs import KubernetesRuns
 from hooks.object_store import default_object_store
@@ -53,6 +56,9 @@ from operators.training_stage import PLAN_XCOM_KEY, VALIDATE_TASK_ID, with_real_
 RETRY_DELAY = timedelta(seconds=10)
 # The status of the provider's trigger event for a pod that did not start in time.
 STARTUP_TIMEOUT = "timeout"
+# Where a launch task keeps its node's pod (name and namespace) in its task state store.
+POD_STATE_KEY = "octotrain_node_pod"
+NOT_FOUND = 404
 
 
 class LaunchNodePodOperator(KubernetesPodOperator):
@@ -104,14 +110,32 @@ class LaunchNodePodOperator(KubernetesPodOperator):
     def get_or_create_pod(self, pod_request_obj: k8s.V1Pod, context: Context) -> k8s.V1Pod:
         """This node's pod of an earlier try of this task, whatever its phase (the provider
         would replace a pod that ended meanwhile, training again), or a new one."""
-        found = self._get_pod_from_task_state_store(context) or self.find_pod(
-            str(pod_request_obj.metadata.namespace), context=context
-        )
+        namespace = str(pod_request_obj.metadata.namespace)
+        found = self._remembered_pod(context) or self.find_pod(namespace, context=context)
         if found is None:
-            return super().get_or_create_pod(pod_request_obj, context)
-        self.log.info("reattaching to pod %s of node %s", found.metadata.name, self.node_index)
-        self._persist_pod_identity_to_task_state_store(context, found)
+            found = super().get_or_create_pod(pod_request_obj, context)
+        else:
+            self.log.info("reattaching to pod %s of node %s", found.metadata.name, self.node_index)
+        _remember_pod(context, name=str(found.metadata.name), namespace=namespace)
         return found
+
+    def _remembered_pod(self, context: Context) -> k8s.V1Pod | None:
+        """The pod an earlier try of this task remembered in its task state store, unless it is
+        gone or a try already finished with it (the provider's ``already_checked`` label): a
+        pod found by name, even where its task-instance labels no longer match."""
+        store = context.get("task_state_store")
+        remembered = store.get(POD_STATE_KEY) if store is not None else None
+        if not isinstance(remembered, dict):
+            return None
+        try:
+            pod = self.hook.get_pod(str(remembered["name"]), str(remembered["namespace"]))
+        except ApiException as error:
+            if error.status != NOT_FOUND:
+                raise
+            return None
+        if (pod.metadata.labels or {}).get(self.POD_CHECKED_KEY) == "True":
+            return None
+        return pod
 
     def execute(self, context: Context) -> Any:
         abort = self._abort_marker(context)
@@ -234,6 +258,14 @@ class LaunchNodePodOperator(KubernetesPodOperator):
             abort.record_stop(self.node_index, flag.why_stopped(self.node_index))
             abort.raise_flag(flag)
         super().on_kill()
+
+
+def _remember_pod(context: Context, *, name: str, namespace: str) -> None:
+    """Keep the node's pod in the task instance's state store (``airflow.sdk``'s
+    ``task_state_store``, which outlives a try), so that the next try finds it by name."""
+    store = context.get("task_state_store")
+    if store is not None:
+        store.set(POD_STATE_KEY, {"name": name, "namespace": namespace})
 
 
 def _end_stopped(reason: str, *, by_user: bool) -> NoReturn:

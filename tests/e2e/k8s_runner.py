@@ -79,6 +79,18 @@ TRAINS_UNTIL_STOPPED = (
     "    print('epoch', epoch, flush=True)\n"
     "    time.sleep(0.2)\n"
 )
+# Prints an epoch, then says nothing while it lives: hung, for hang detection; it saves a
+# checkpoint when it is stopped.
+GOES_SILENT = (
+    "import os, pathlib, signal, sys, time\n"
+    "def save(*_):\n"
+    "    pathlib.Path(os.environ['CHECKPOINT'], 'last.pt').write_bytes(b'state')\n"
+    "    print('saved a checkpoint', flush=True)\n"
+    "    sys.exit(0)\n"
+    "signal.signal(signal.SIGTERM, save)\n"
+    "print('epoch 0', flush=True)\n"
+    "time.sleep(120)\n"
+)
 # Its interpreter is not in the image.
 MISSING_INTERPRETER = "/nonexistent/python3"
 # About 6 s of training with a log line per epoch and a model file at the end.
@@ -116,6 +128,7 @@ def setup() -> dict[str, int]:
                        ("trains-until-stopped", TRAINS_UNTIL_STOPPED),
                        ("trains-slowly", TRAINS_SLOWLY),
                        ("fails-while-the-other-trains", FAILS_WHILE_THE_OTHER_TRAINS),
+                       ("goes-silent", GOES_SILENT),
                        ("cannot-start", "pass")]:  # fmt: skip
         add_command_algorithm(catalog, name, code)
         if image:
@@ -139,6 +152,14 @@ def setup() -> dict[str, int]:
             name="concurrent-failure",
             algorithm="fails-while-the-other-trains",
             parameters={},
+        ),
+        "hung": add_task(
+            catalog,
+            name="hung",
+            algorithm="goes-silent",
+            parameters={},
+            node_count=1,
+            hang_detection={"after_seconds": 2, "stop_when_hung": True},
         ),
         "concurrent-failure-sync": add_task(
             catalog,

@@ -1,0 +1,62 @@
+"""Hang detection with the Kubernetes launcher, on the loopback emulator (and, opt-in, a real
+cluster): a node whose training prints an epoch and then says nothing while it lives is stopped
+as hung by its wrapper (its task's ``hang_detection``: 2 s, ``stop_when_hung``). What reaches
+Airflow's side is the pod's: its training container's exit code (122) and the wrapper's exit
+report, uploaded by the sidecar; the supplemental log and the run's message say so, and the
+training saved its checkpoint in the grace period. The emulator and the runner are those of
+``test_kubernetes_run``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from hooks.checkpoint_sync import read_manifest
+from hooks.run_files import read_json
+from octotrain.exit_codes import HUNG_EXIT_STATUS
+from octotrain.run_layout import RunObjects
+from tests.e2e.dag_test_runner import task_logs
+from tests.e2e.test_kubernetes_run import Cluster, cluster, names, reason, results_of, stored
+
+__all__ = ["cluster"]  # the module's emulator (or real cluster), as the other scenarios use
+
+NODE = "single-0"
+
+
+@pytest.fixture(scope="module")
+def hung(cluster: Cluster) -> dict[str, Any]:
+    completed = cluster.runner("dag", "hung")
+    (cluster.root / "runner-hung.log").write_text(completed.stdout + completed.stderr)
+    [result] = [result for result in results_of(completed) if result["scenario"] == "hung"]
+    return result | {"launch_logs": task_logs(completed.stdout, "launch")["hung"]}
+
+
+def test_a_silent_node_is_stopped_as_hung_and_fails_the_run_saying_so(
+    hung: dict[str, Any], cluster: Cluster
+) -> None:
+    assert hung["state"] == "failed" and hung["run"]["state"] == "failed", hung
+    assert hung["tasks"]["launch[0]"] == "failed"
+    first_line = reason(cluster, hung, NODE)
+    assert first_line.startswith(
+        f"node {NODE} was stopped as hung: its log and metrics did not advance for "
+    ), first_line
+    assert first_line.endswith(
+        "while its process was alive (hang_detection.after_seconds: 2); it was sent SIGTERM and "
+        "given the grace period to save a checkpoint"
+    )
+    assert hung["run"]["message"] == first_line
+    # The launch task's Airflow log has the provider's word for the pod: the wrapper's status.
+    assert any(f"exit_code={HUNG_EXIT_STATUS}" in log for log in hung["launch_logs"].values()), (
+        hung["launch_logs"]
+    )
+    log = names(hung, NODE)
+    assert "saved a checkpoint" in stored(cluster, hung, log.train)
+    sidecar = stored(cluster, hung, log.sidecar)
+    assert "the training looks hung: its process is alive" in sidecar
+    assert "stopping the hung training (stop_when_hung)" in sidecar
+    objects = RunObjects(hung["task_id"], hung["run"]["run_key"])
+    report = read_json(cluster.store, objects.exit_report(NODE)) or {}
+    assert report["exit_status"] == 0 and report["hung"]["hang_after_seconds"] == 2, report
+    manifest = read_manifest(cluster.store, objects, NODE)
+    assert manifest is not None and list(manifest.files) == ["last.pt"]
