@@ -29,6 +29,13 @@ What is emulated
   so (``pod_security={"ns": "baseline"}``, ``privileged``: nothing enforced);
 - transient failures scripted for the next requests of a method and path (``fail_next``: a
   429 with ``Retry-After``, a 503 ...), for tests of a client's retries;
+- disruptions scripted by a test (``tests.k8s_emulator.test_disruptions``): ``evict`` (the
+  kubelet under node pressure: ``DisruptionTarget``/``TerminationByKubelet``, SIGTERM and the
+  grace period, the pod kept ``Failed`` with reason ``Evicted`` whatever its exit codes),
+  ``preempt`` (``DisruptionTarget``/``PreemptionByScheduler``, then deleted with its grace
+  period) and ``lose_node`` (every container killed at once, the pods deleted by the pod
+  garbage collector or, ``keep_pods``, kept ``Failed`` with reason ``NodeLost``; a node that
+  replaced it runs the next pods);
 - every request received is recorded (``requests()``: method, path with query, User-Agent),
   for tests of what a client needs from the API, such as an RBAC Role's rules.
 
@@ -96,8 +103,8 @@ quick successive changes of one object come as one event. ``dryRun`` is ignored 
 takes effect).
 exec/attach/port-forward (``connect_get_namespaced_pod_exec``, hence the KubernetesPodOperator's
 ``do_xcom_push`` and Istio handling), container restarts and ``previous`` logs, probes (a
-running container is ready), ``activeDeadlineSeconds``, taints and tolerations, preemption and
-priority classes, service links (``<SVC>_SERVICE_HOST``), admission beyond Pod Security (quotas,
+running container is ready), ``activeDeadlineSeconds``, taints and tolerations, priority classes (``preempt`` is a test's
+decision, not the scheduler's), service links (``<SVC>_SERVICE_HOST``), admission beyond Pod Security (quotas,
 limit ranges, service-account token volumes), NetworkPolicy enforcement, Pod Security's volume
 types, ``PUT``/``deletecollection``, other API groups (batch, apps,
 custom resources), authentication.

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.k8s_emulator.containers import MEMORY_POLL_SECONDS
-from tests.k8s_emulator.kubelet import PodRuntime
+from tests.k8s_emulator.kubelet import Disruption, PodRuntime
 from tests.k8s_emulator.logs import LogQuery
 from tests.k8s_emulator.objects import (
     DNS_LABEL,
@@ -393,6 +393,40 @@ class Cluster:
             if runtime is not None:
                 runtime.delete(grace_seconds)
             return answer
+
+    def disrupt_pod(
+        self, namespace: str, name: str, disruption: Disruption, grace_seconds: int | None
+    ) -> None:
+        """End a bound pod from outside (``PodRuntime.disrupt``): kept and failed when the
+        disruption says so (the kubelet's eviction), else deleted with its grace period."""
+        with self.store.lock:
+            pod = self.store.get("pods", namespace, name)
+            runtime = self._runtimes.get(pod["metadata"]["uid"])
+            if grace_seconds is None:
+                grace_seconds = pod["spec"].get(
+                    "terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS
+                )
+        if runtime is None:
+            raise ValueError(f"pod {namespace}/{name} is not running on the node")
+        runtime.disrupt(disruption, grace_seconds)
+        if not disruption.status_reason:
+            self.delete_pod(namespace, name, grace_seconds)
+
+    def lose_node(self, *, keep_pods: bool) -> None:
+        """The node is gone at once (its machine died): every container is killed without a
+        grace period, and every pod bound to it is failed (``keep_pods``: kept, status reason
+        ``NodeLost``) or deleted by the pod garbage collector; a new node of the same
+        capacity then takes the next pods."""
+        with self.store.lock:
+            runtimes = list(self._runtimes.values())
+        for runtime in runtimes:
+            message = f"Node {self.node_name} which was running pod {runtime.name} is lost"
+            if keep_pods:
+                runtime.disrupt(Disruption("DeletionByPodGC", message, "NodeLost"), 0)
+            else:
+                runtime.disrupt(Disruption("DeletionByPodGC", message), 0)
+                runtime.kill()
+                self.pod_removed(runtime.uid)
 
     def pod_log(
         self,

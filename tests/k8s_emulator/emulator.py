@@ -12,6 +12,7 @@ import yaml
 
 from tests.k8s_emulator.cluster import Cluster
 from tests.k8s_emulator.containers import MEMORY_POLL_SECONDS
+from tests.k8s_emulator.kubelet import Disruption
 from tests.k8s_emulator.scheduler import Node
 from tests.k8s_emulator.server import ApiHttpServer, ApiRequest, Fault
 from tests.k8s_emulator.volumes import volume_path
@@ -151,6 +152,36 @@ class KubernetesEmulator:
         if self._server is None:
             raise RuntimeError("the emulator is not started")
         self._server.faults.append(Fault(method, path, status, times, retry_after))
+
+    # -- disruptions, scripted by a test -------------------------------------------------------
+
+    def evict(
+        self, name: str, namespace: str = "default", *, grace_seconds: int | None = None
+    ) -> None:
+        """The kubelet evicts the pod under node pressure: ``DisruptionTarget``
+        (``TerminationByKubelet``), its containers stopped (SIGTERM, SIGKILL after the grace
+        period, the pod's by default), the pod kept, ``Failed`` with reason ``Evicted``."""
+        message = "The node was low on resource: memory. "
+        disruption = Disruption("TerminationByKubelet", message.strip(), "Evicted")
+        self._cluster.disrupt_pod(namespace, name, disruption, grace_seconds)
+
+    def preempt(
+        self, name: str, namespace: str = "default", *, grace_seconds: int | None = None
+    ) -> None:
+        """The scheduler preempts the pod for one of higher priority: ``DisruptionTarget``
+        (``PreemptionByScheduler``), then the pod is deleted with its grace period."""
+        disruption = Disruption(
+            "PreemptionByScheduler", "default-scheduler: preempting to accommodate a higher "
+            "priority pod",
+        )  # fmt: skip
+        self._cluster.disrupt_pod(namespace, name, disruption, grace_seconds)
+
+    def lose_node(self, *, keep_pods: bool = False) -> None:
+        """The node is lost: every container killed at once; its pods deleted (the pod garbage
+        collector, after ``DisruptionTarget``/``DeletionByPodGC``) or, with ``keep_pods``,
+        kept ``Failed`` with reason ``NodeLost``. Pods created afterwards run on a node that
+        replaced it."""
+        self._cluster.lose_node(keep_pods=keep_pods)
 
     def created_pod_names(self) -> list[str]:
         """Every pod ever created, in order (a name twice means a duplicate pod)."""

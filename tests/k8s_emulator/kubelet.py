@@ -8,7 +8,10 @@ reverse order); the pod is ``Running`` while any container runs and ``Succeeded`
 by its main containers when all have ended. An image
 whose name contains ``does-not-exist`` fails to pull (``ErrImagePull``, then
 ``ImagePullBackOff``), as a missing image would. Deleting the pod sends SIGTERM to every
-container, SIGKILL to what is left after the grace period, then removes the pod.
+container, SIGKILL to what is left after the grace period, then removes the pod. A disruption
+(``disrupt``: an eviction, a preemption, the node's loss) first adds the ``DisruptionTarget``
+condition, then stops the containers the same way; a pod the kubelet evicts is kept, ``Failed``
+with the status reason ``Evicted`` whatever its containers' exit codes.
 """
 
 from __future__ import annotations
@@ -54,6 +57,19 @@ RETRY_SECONDS = 0.5
 _KILL_WAIT_SECONDS = 5.0
 # The kubelet keeps at most this much of a termination message.
 _MESSAGE_BYTES = 4096
+
+
+@dataclass(frozen=True)
+class Disruption:
+    """What ends a pod from outside its containers, as Kubernetes 1.26+ says it: the reason
+    and message of the pod's ``DisruptionTarget`` condition (``TerminationByKubelet``,
+    ``PreemptionByScheduler``, ``EvictionByEvictionAPI``, ``DeletionByTaintManager``,
+    ``DeletionByPodGC``) and, for a pod that is kept, its status reason once it has failed
+    (the kubelet's ``Evicted``; ``NodeLost``); "" for a pod that is deleted instead."""
+
+    condition_reason: str
+    message: str
+    status_reason: str = ""
 
 
 class Host(Protocol):
@@ -109,6 +125,7 @@ class PodRuntime:
         self._deadline = 0.0
         self._finished = False
         self._start_time: float | None = None
+        self._disruption: Disruption | None = None
 
     def _container(self, spec: dict[str, Any], init: bool, waiting: str) -> _Container:
         name = spec["name"]
@@ -399,7 +416,14 @@ class PodRuntime:
         init = [c.record for c in self._init]
         regular = [c.record for c in self._regular]
         phase = pod_phase(init, regular)
+        disruption = self._disruption
+        if disruption and disruption.status_reason and not self.has_running_containers:
+            phase = "Failed"  # whatever the containers' exit codes
         update_conditions(self._conditions, phase, init, regular, now)
+        if disruption is not None:
+            self._conditions.set(
+                "DisruptionTarget", True, now, disruption.condition_reason, disruption.message
+            )
         status = pod["status"]
         status.update(
             {
@@ -416,6 +440,8 @@ class PodRuntime:
             status["startTime"] = rfc3339(self._start_time)
         if init:
             status["initContainerStatuses"] = [r.to_status() for r in init]
+        if phase == "Failed" and disruption is not None and disruption.status_reason:
+            status.update({"reason": disruption.status_reason, "message": disruption.message})
         self._store.touch(pod)
         if phase in ("Succeeded", "Failed") and not self._finished:
             self._finished = True
@@ -439,6 +465,36 @@ class PodRuntime:
         threading.Thread(
             target=self._terminate, args=(running,), name=f"kubelet-{self.name}-kill", daemon=True
         ).start()
+
+    def disrupt(self, disruption: Disruption, grace_seconds: int) -> None:
+        """Mark the pod ``DisruptionTarget``; a pod that is kept (``status_reason``) then has
+        its containers stopped (SIGTERM, SIGKILL after ``grace_seconds``) and fails; one that
+        is not is deleted by the caller next, which stops them."""
+        with self._store.lock:
+            self._disruption = disruption
+            self._publish()
+            if not disruption.status_reason:
+                return
+            self._deadline = time.monotonic() + grace_seconds
+            self.deleting.set()  # no container starts any more
+            running = [
+                c for c in (*self._init, *self._regular) if c.process and not c.ended.is_set()
+            ]
+        threading.Thread(
+            target=self._stop_kept, args=(running,), name=f"kubelet-{self.name}-evict", daemon=True
+        ).start()
+
+    def _stop_kept(self, running: list[_Container]) -> None:
+        """Stop the containers of a pod that stays (evicted), then publish its failure."""
+        self._stop_group([c for c in running if not c.record.sidecar])
+        self._stop_group(list(reversed([c for c in running if c.record.sidecar])))
+        for container in running:
+            if not container.ended.is_set():
+                container.process.signal(signal.SIGKILL)  # type: ignore[union-attr]
+        for container in running:
+            container.ended.wait(_KILL_WAIT_SECONDS)
+        with self._store.lock:
+            self._publish()
 
     @property
     def has_running_containers(self) -> bool:

@@ -140,6 +140,7 @@ class Conditions:
             "Ready",
             "ContainersReady",
             "PodScheduled",
+            "DisruptionTarget",
         ]
         conditions = []
         for kind in order:
