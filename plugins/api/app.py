@@ -20,7 +20,7 @@ from plugins.api import (
     task_routes,
 )
 from plugins.api.errors import ERROR_RESPONSES, install_error_handlers
-from plugins.ui import catalog_pages, pages, run_pages
+from plugins.ui import accounting_pages, catalog_pages, pages, run_pages
 
 API_PREFIX = "/api/v1"
 
@@ -45,6 +45,7 @@ def create_app() -> FastAPI:
     app.include_router(api)
     app.include_router(pages.router, dependencies=[Depends(get_user)])
     app.include_router(catalog_pages.router, dependencies=[Depends(get_user)])
+    app.include_router(accounting_pages.router, dependencies=[Depends(get_user)])
     app.include_router(run_pages.router, dependencies=[Depends(get_user)])
     install_error_handlers(app)
     return app
