@@ -19,6 +19,7 @@ from fastapi import Path as PathParameter
 from fastapi.responses import HTMLResponse
 
 from hooks.catalog import default_catalog
+from octotrain.catalog.accounting import Accounting
 from octotrain.catalog.views import RunView, TaskView
 from octotrain.run_lifecycle import ACTIVE_RUN_STATES
 from octotrain.task_spec import MAX_VERSION_NUMBER
@@ -78,12 +79,14 @@ def run_page(task_id: TaskId, run_id: RunId, request: Request, scope: CurrentSco
         task = TaskView.of(tasks.get(task_id))
         view = RunView.of(run)
         settings = RunSettings.of(dict(run.plan or {}))
+        usage = Accounting(session, scope).run_of(task_id, run_id)
     return render(
         "run.html",
         request,
         task=task,
         run=view,
         settings=settings,
+        usage=usage,
         active=run.state in ACTIVE_RUN_STATES,
         dag_run_path=f"dags/{task.dag_id}/runs/{quote(view.airflow_run_id, safe='')}",
     )

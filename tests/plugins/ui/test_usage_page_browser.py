@@ -21,13 +21,14 @@ OCTOBER = datetime(2026, 10, 5, 10, 0, tzinfo=UTC)
 HOUR = timedelta(hours=1)
 
 
-def _billed_task(api: Api, name: str, *, nodes: int, gpu_count: int) -> int:
+def _billed_task(api: Api, name: str, *, nodes: int, gpu_count: int) -> tuple[int, int]:
     """A task of demo with one run in October 2026: queued 30 minutes, then ``nodes`` nodes of
     4 CPUs and ``gpu_count`` GPUs for 2 hours."""
     task = api.client.post(
         "/api/v1/tasks", json=VALID_TASK | {"name": name}, headers=api.as_user("alice")
     ).json()
-    resources = {"spec": "s", "kind": "cce", "cpu": 4.0, "memory_mib": 512, "gpu_count": gpu_count}
+    resources = {"spec": "s", "kind": "cce", "cpu": 4.0, "memory_mib": 512, "gpu_count": gpu_count,
+                 "gpu_type": ""}  # fmt: skip
     with default_catalog().session() as session:
         run = Run(
             task_id=task["id"], airflow_run_id=f"manual__{name}", state=RunState.SUCCESS,
@@ -41,12 +42,13 @@ def _billed_task(api: Api, name: str, *, nodes: int, gpu_count: int) -> int:
                 session, run_id=run.id, node_index=f"distributed-{index}",
                 started_at=OCTOBER + HOUR / 2, ended_at=OCTOBER + 2.5 * HOUR,
             )  # fmt: skip
-    return int(task["id"])
+        run_id = run.id
+    return int(task["id"]), run_id
 
 
 @pytest.mark.parametrize("api", ["sqlite"], indirect=True)
 def test_the_usage_page_in_a_browser(api: Api) -> None:
-    gpu_task = _billed_task(api, "usage-gpu", nodes=2, gpu_count=1)
+    gpu_task, _run = _billed_task(api, "usage-gpu", nodes=2, gpu_count=1)
     _billed_task(api, "usage-cpu", nodes=1, gpu_count=0)
     with chromium() as browser, serving(create_app()) as base:
         context = browser.new_context(viewport={"width": 1100, "height": 700})
@@ -91,3 +93,15 @@ def test_bad_input_and_other_projects_are_answered_on_the_page(api: Api) -> None
     hidden = api.client.get("/ui/usage?project=demo", headers=api.as_user("bob"))
     assert hidden.status_code == 404
     assert api.client.get("/ui/usage").status_code == 401
+
+
+@pytest.mark.parametrize("api", ["sqlite"], indirect=True)
+def test_the_run_page_shows_the_run_s_usage(api: Api) -> None:
+    task_id, run_id = _billed_task(api, "usage-run", nodes=2, gpu_count=1)
+    page = api.client.get(f"/ui/tasks/{task_id}/runs/{run_id}", headers=api.as_user("alice"))
+    assert page.status_code == 200
+    assert (
+        "4.00 node-hours, 16.00 CPU-hours, 4.00 GPU-hours; queued 0.50 h, training 2.00 h"
+        in page.text
+    )
+    assert "(2 of 2 nodes recorded)" in page.text
