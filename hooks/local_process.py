@@ -160,8 +160,11 @@ class LocalNodeProcess:
             ),
             *self.confinement,
             *self.metric_extraction,
-            *hang_arguments(self.hang_after_seconds, stop_when_hung=self.stop_when_hung),
-            *(["--hang-report", str(self.hang_report)] if self.hang_after_seconds else []),
+            *hang_arguments(
+                self.hang_after_seconds,
+                stop_when_hung=self.stop_when_hung,
+                report=str(self.hang_report),
+            ),
             "--",
             *self.command,
         ]

@@ -31,6 +31,7 @@ from hooks.node_cache import NodeCache
 from hooks.run_files import write_text
 from hooks.staging import stage_inputs
 from octotrain.contracts import METRICS_META_FILE, NodeFolders, NodeLogNames
+from octotrain.hang_detection import HANG_REPORT_FILE
 from octotrain.input_sources import StageSource
 from octotrain.manifests import manifest_of
 from octotrain.metrics_meta import meta_report
@@ -170,7 +171,20 @@ class NodeSync:
         resources = self.work / "resources.jsonl"
         if resources.is_file():
             self._changed(resources, f"{self.prefix}/resources/{self.node_index}.jsonl")
+        self._sync_hang_report()
         self.checkpoints.sync()
+
+    def _sync_hang_report(self) -> None:
+        """The wrapper's hang report while the training looks hung, emptied in the store (the
+        store deletes folders, not objects) once it advances again: the launch task reads it
+        there to say so."""
+        path = self.work / HANG_REPORT_FILE
+        key = RunObjects.from_prefix(self.prefix).hang_report(self.node_index)
+        try:
+            self._changed(path, key)
+        except FileNotFoundError:  # none, or removed since: the training advances
+            if self.sent.pop(key, None) is not None:
+                write_text(self.store, key, "{}")
 
     def upload_output(self) -> int:
         """``OUTPUT`` and its manifest (what ``archive_model`` merges); returns the file count."""

@@ -51,12 +51,18 @@ class StoreAbortMarker:
 
 class AbortWatcher:
     """While a node runs, look at the run's abort flag every ``every`` seconds in a thread of
-    its own and call ``on_flag`` once when it goes up (a stop, or another node's failure)."""
+    its own and call ``on_flag`` once when it goes up (a stop, or another node's failure);
+    ``on_look``, if given, at each look while it is down (a hang's notices)."""
 
     def __init__(
-        self, marker: StoreAbortMarker, *, every: float, on_flag: Callable[[AbortFlag], None]
+        self,
+        marker: StoreAbortMarker,
+        *,
+        every: float,
+        on_flag: Callable[[AbortFlag], None],
+        on_look: Callable[[], None] | None = None,
     ) -> None:
-        self.marker, self.every, self.on_flag = marker, every, on_flag
+        self.marker, self.every, self.on_flag, self.on_look = marker, every, on_flag, on_look
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="octotrain-abort", daemon=True)
 
@@ -69,6 +75,8 @@ class AbortWatcher:
             if flag is not None:
                 self.on_flag(flag)
                 return
+            if self.on_look is not None:
+                self.on_look()
 
     def __enter__(self) -> AbortWatcher:
         self._thread.start()

@@ -19,6 +19,8 @@ from octotrain.time_limits import MAX_LIMIT_SECONDS
 
 # The failure class of a node stopped as hung (it is its training's own, so it is not retried).
 HUNG = "hung"
+# The wrapper's hang report in a pod's work folder, which its sidecar syncs to the store.
+HANG_REPORT_FILE = "hang.json"
 
 
 class HangDetection(Document):
@@ -49,8 +51,10 @@ class HungNode:
         return cls(float(document["silent_seconds"]), float(document["hang_after_seconds"]))
 
 
-def wrapper_arguments(after_seconds: int | None, *, stop_when_hung: bool) -> list[str]:
-    """The node wrapper's options for a run's hang detection (none when it is off)."""
+def wrapper_arguments(after_seconds: int | None, *, stop_when_hung: bool, report: str) -> list[str]:
+    """The node wrapper's options for a run's hang detection, its hang report written to
+    ``report`` (none when it is off)."""
     if after_seconds is None:
         return []
-    return ["--hang-after-seconds", str(after_seconds), *(["--stop-when-hung"] * stop_when_hung)]
+    stop = ["--stop-when-hung"] if stop_when_hung else []
+    return ["--hang-after-seconds", str(after_seconds), *stop, "--hang-report", report]

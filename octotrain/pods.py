@@ -42,6 +42,7 @@ from octotrain.contracts import (
     parameter_arguments,
     training_environment,
 )
+from octotrain.hang_detection import HANG_REPORT_FILE
 from octotrain.hang_detection import wrapper_arguments as hang_arguments
 from octotrain.kubernetes_config import KubernetesConfig
 from octotrain.metric_definitions import extraction_arguments
@@ -222,7 +223,8 @@ def node_pod(plan: RunPlan, node_index: str, settings: PodSettings) -> dict[str,
                         str(training_grace_seconds(settings.stop_grace_seconds)),
                         *_training_limit(plan), *extraction_arguments(plan.metric_extraction),
                         *hang_arguments(plan.hang_after_seconds,
-                                        stop_when_hung=plan.stop_when_hung),
+                                        stop_when_hung=plan.stop_when_hung,
+                                        report=f"{WORK_DIR}/{HANG_REPORT_FILE}"),
                         "--", *plan.command, *parameter_arguments(plan.parameters),
                     ],
                     "env": [{"name": key, "value": value} for key, value in environment.items()],

@@ -19,6 +19,8 @@ In the object store (``RunObjects``, spelled here only)::
         output/<node index>/    each node's OUTPUT, as its pod's sidecar uploaded it
         outputs/<node>.json     that upload's manifest
         exits/<node>.json       how the node's training ended (its wrapper's report)
+        exits/<node>.hang.json  while the node's training looks hung, its wrapper's report
+                                (octotrain/hang_detection.py)
         checkpoints/<node>/<version>/<file>
                                 every synced version of each file of the node's CHECKPOINT
                                 (octotrain/checkpoints.py)
@@ -84,6 +86,9 @@ class RunObjects:
 
     def exit_report(self, node_index: str) -> str:
         return f"{self.prefix}/exits/{node_index}.json"
+
+    def hang_report(self, node_index: str) -> str:
+        return f"{self.prefix}/exits/{node_index}.hang.json"
 
     def checkpoints(self, node_index: str) -> str:
         """The synced versions of node ``node_index``'s checkpoint files."""

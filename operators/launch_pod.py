@@ -47,6 +47,7 @@ from octotrain.kubernetes_config import kubernetes_config
 from octotrain.planning import RunPlan
 from octotrain.pods import node_pod
 from octotrain.settings import get_settings
+from operators.hang_notices import PodHangWatch
 from operators.node_holds import pod_held_span, record_node_hold
 from operators.node_pod_trigger import HELD_SINCE, STOPPED, STOPPED_BY_USER, NodePodTrigger
 from operators.pod_settings import pod_settings
@@ -151,7 +152,10 @@ class LaunchNodePodOperator(KubernetesPodOperator):
             with self._failure_raises_the_flag(abort):
                 return super().execute(context)
         watcher = AbortWatcher(
-            abort, every=kubernetes_config().abort_check_seconds, on_flag=self._stop_for
+            abort,
+            every=kubernetes_config().abort_check_seconds,
+            on_flag=self._stop_for,
+            on_look=self._hangs.notices(node_index=self.node_index, log=self.log),
         )
         with self._failure_raises_the_flag(abort), watcher:
             return super().execute(context)
@@ -173,6 +177,8 @@ class LaunchNodePodOperator(KubernetesPodOperator):
             node_index=self.node_index,
             abort_check_seconds=kubernetes_config().abort_check_seconds,
             grace_seconds=self._grace_seconds,
+            catalog_run_id=self._hangs.catalog_run_id,
+            watch_hangs=self._hangs.watched,
         )
         super().defer(trigger=watching, method_name=method_name, kwargs=kwargs, timeout=timeout)
 
@@ -211,8 +217,11 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         super().cleanup(pod, remote_pod, xcom_result=xcom_result, context=context)
 
     def _abort_marker(self, context: Context) -> StoreAbortMarker:
-        """The run's abort flag, kept for ``defer`` and ``on_kill``."""
-        self._abort = StoreAbortMarker(default_object_store(), self._plan(context).objects.prefix)
+        """The run's abort flag, kept for ``defer`` and ``on_kill`` (and its hang watch, for
+        the watcher of the flag)."""
+        plan = self._plan(context)
+        self._abort = StoreAbortMarker(default_object_store(), plan.objects.prefix)
+        self._hangs = PodHangWatch.of(plan)
         return self._abort
 
     @contextmanager

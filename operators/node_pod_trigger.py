@@ -10,7 +10,9 @@ the pod's deletion for an error, and log one with a traceback into the task's lo
 pod with the grace period, waits for it to be gone (its sidecar's final upload of logs and
 ``OUTPUT`` happens in that grace period), and fires a ``stopped`` event with the node's reason
 and whether its user stopped it (the task then ends skipped, not failed). A pod that ends first
-fires the provider's own event, unchanged.
+fires the provider's own event, unchanged. With the task's hang detection it also reads, at
+each look at the flag, the node's hang report as the pod's sidecar keeps it in the store, and
+says when the node looks hung in the task's log and the run's note (``operators.hang_notices``).
 
 The triggerer rebuilds a trigger from what ``serialize`` returns, kept in Airflow's metadata
 DB (and read again after a triggerer restart), so it holds JSON only, and no credential: the
@@ -37,6 +39,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from hooks.object_store import default_object_store
 from hooks.run_abort import StoreAbortMarker
 from octotrain.abort_flags import AbortFlag
+from operators.hang_notices import HangNotices, pod_hang_notices
 
 # The status of the event fired when the abort flag stopped the node.
 STOPPED = "stopped"
@@ -66,6 +69,8 @@ class NodePodTrigger(BaseTrigger):
         node_index: str,
         abort_check_seconds: float,
         grace_seconds: int,
+        catalog_run_id: int = 0,
+        watch_hangs: bool = False,
     ) -> None:
         super().__init__()
         self.pod_trigger_classpath = pod_trigger_classpath
@@ -75,6 +80,8 @@ class NodePodTrigger(BaseTrigger):
         self.node_index = node_index
         self.abort_check_seconds = abort_check_seconds
         self.grace_seconds = grace_seconds
+        # With hang detection: the run whose note says when this node looks hung.
+        self.catalog_run_id, self.watch_hangs = catalog_run_id, watch_hangs
 
     @classmethod
     def around(
@@ -85,6 +92,8 @@ class NodePodTrigger(BaseTrigger):
         node_index: str,
         abort_check_seconds: float,
         grace_seconds: int,
+        catalog_run_id: int = 0,
+        watch_hangs: bool = False,
     ) -> NodePodTrigger:
         """The provider's trigger of node ``node_index``'s pod, also watching the abort flag of
         the run whose objects are under ``run_prefix``."""
@@ -96,6 +105,7 @@ class NodePodTrigger(BaseTrigger):
             pod_trigger_classpath=classpath, pod_trigger_kwargs=kwargs, datetime_kwargs=dates,
             run_prefix=run_prefix, node_index=node_index,
             abort_check_seconds=abort_check_seconds, grace_seconds=grace_seconds,
+            catalog_run_id=catalog_run_id, watch_hangs=watch_hangs,
         )  # fmt: skip
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
@@ -109,6 +119,8 @@ class NodePodTrigger(BaseTrigger):
                 "node_index": self.node_index,
                 "abort_check_seconds": self.abort_check_seconds,
                 "grace_seconds": self.grace_seconds,
+                "catalog_run_id": self.catalog_run_id,
+                "watch_hangs": self.watch_hangs,
             },
         )
 
@@ -124,6 +136,15 @@ class NodePodTrigger(BaseTrigger):
     @cached_property
     def abort(self) -> StoreAbortMarker:
         return StoreAbortMarker(default_object_store(), self.run_prefix)
+
+    @cached_property
+    def hang_notices(self) -> HangNotices:
+        return pod_hang_notices(
+            run_prefix=self.run_prefix,
+            node_index=self.node_index,
+            catalog_run_id=self.catalog_run_id,
+            log=self.log,
+        )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         events = self.pod_trigger.run()
@@ -155,6 +176,8 @@ class NodePodTrigger(BaseTrigger):
             flag = await self._flag()
             if flag is not None and flag.concerns_other_than(self.node_index):
                 return flag
+            if self.watch_hangs:
+                await asyncio.to_thread(self.hang_notices)
             await asyncio.wait({pod_end}, timeout=None if flag else self.abort_check_seconds)
         return None
 

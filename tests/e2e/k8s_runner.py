@@ -91,6 +91,16 @@ GOES_SILENT = (
     "print('epoch 0', flush=True)\n"
     "time.sleep(120)\n"
 )
+# Says nothing for 6 s, then trains on and writes its model: a hang that ends by itself.
+PAUSES = (
+    "import os, pathlib, time\n"
+    "print('epoch 0', flush=True)\n"
+    "time.sleep(6)\n"
+    "for epoch in range(1, 6):\n"
+    "    print('epoch', epoch, flush=True)\n"
+    "    time.sleep(0.2)\n"
+    "pathlib.Path(os.environ['OUTPUT'], 'model.txt').write_text('weights')\n"
+)
 # Its interpreter is not in the image.
 MISSING_INTERPRETER = "/nonexistent/python3"
 # About 6 s of training with a log line per epoch and a model file at the end.
@@ -128,7 +138,7 @@ def setup() -> dict[str, int]:
                        ("trains-until-stopped", TRAINS_UNTIL_STOPPED),
                        ("trains-slowly", TRAINS_SLOWLY),
                        ("fails-while-the-other-trains", FAILS_WHILE_THE_OTHER_TRAINS),
-                       ("goes-silent", GOES_SILENT),
+                       ("goes-silent", GOES_SILENT), ("pauses", PAUSES),
                        ("cannot-start", "pass")]:  # fmt: skip
         add_command_algorithm(catalog, name, code)
         if image:
@@ -160,6 +170,14 @@ def setup() -> dict[str, int]:
             parameters={},
             node_count=1,
             hang_detection={"after_seconds": 2, "stop_when_hung": True},
+        ),
+        "hang-reported": add_task(
+            catalog,
+            name="hang-reported",
+            algorithm="pauses",
+            parameters={},
+            node_count=1,
+            hang_detection={"after_seconds": 2},
         ),
         "concurrent-failure-sync": add_task(
             catalog,

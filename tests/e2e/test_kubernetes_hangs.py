@@ -3,7 +3,9 @@ cluster): a node whose training prints an epoch and then says nothing while it l
 as hung by its wrapper (its task's ``hang_detection``: 2 s, ``stop_when_hung``). What reaches
 Airflow's side is the pod's: its training container's exit code (122) and the wrapper's exit
 report, uploaded by the sidecar; the supplemental log and the run's message say so, and the
-training saved its checkpoint in the grace period. The emulator and the runner are those of
+training saved its checkpoint in the grace period. Without ``stop_when_hung``, a node silent
+for a while is reported in its launch task's log (read by its trigger from the hang report the
+sidecar keeps in the store) and its run goes on. The emulator and the runner are those of
 ``test_kubernetes_run``."""
 
 from __future__ import annotations
@@ -22,14 +24,22 @@ from tests.e2e.test_kubernetes_run import Cluster, cluster, names, reason, resul
 __all__ = ["cluster"]  # the module's emulator (or real cluster), as the other scenarios use
 
 NODE = "single-0"
+SCENARIOS = ("hung", "hang-reported")
 
 
 @pytest.fixture(scope="module")
-def hung(cluster: Cluster) -> dict[str, Any]:
-    completed = cluster.runner("dag", "hung")
-    (cluster.root / "runner-hung.log").write_text(completed.stdout + completed.stderr)
-    [result] = [result for result in results_of(completed) if result["scenario"] == "hung"]
-    return result | {"launch_logs": task_logs(completed.stdout, "launch")["hung"]}
+def results(cluster: Cluster) -> dict[str, dict[str, Any]]:
+    completed = cluster.runner("dag", *SCENARIOS)
+    (cluster.root / "runner-hangs.log").write_text(completed.stdout + completed.stderr)
+    found = {result["scenario"]: result for result in results_of(completed)}
+    assert set(found) == {"setup", *SCENARIOS}, (completed.stdout + completed.stderr)[-6000:]
+    launch_logs = task_logs(completed.stdout, "launch")
+    return {name: found[name] | {"launch_logs": launch_logs[name]} for name in SCENARIOS}
+
+
+@pytest.fixture
+def hung(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    return results["hung"]
 
 
 def test_a_silent_node_is_stopped_as_hung_and_fails_the_run_saying_so(
@@ -60,3 +70,20 @@ def test_a_silent_node_is_stopped_as_hung_and_fails_the_run_saying_so(
     assert report["exit_status"] == 0 and report["hung"]["hang_after_seconds"] == 2, report
     manifest = read_manifest(cluster.store, objects, NODE)
     assert manifest is not None and list(manifest.files) == ["last.pt"]
+
+
+def test_a_node_silent_for_a_while_is_reported_and_its_run_goes_on(
+    results: dict[str, dict[str, Any]], cluster: Cluster
+) -> None:
+    """Without stop_when_hung: the launch task's log (its trigger's, as the triggerer writes
+    it) says once that the node looks hung and then that it advances again; the run succeeds."""
+    reported = results["hang-reported"]
+    assert reported["state"] == "success" and reported["run"]["state"] == "success", reported
+    [launch_log] = reported["launch_logs"].values()
+    looks_hung = f"node {NODE} looks hung: its log and metrics did not advance for "
+    assert launch_log.count(looks_hung) == 1, launch_log
+    assert "(hang_detection.after_seconds: 2)" in launch_log
+    assert f"node {NODE} advances again: no longer hung" in launch_log
+    sidecar = stored(cluster, reported, names(reported, NODE).sidecar)
+    assert "the training looks hung: its process is alive" in sidecar
+    assert "the training advanced again after " in sidecar

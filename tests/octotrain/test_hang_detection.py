@@ -55,10 +55,12 @@ def test_a_bad_setting_is_refused_naming_the_field(setting: dict[str, Any], fiel
 
 
 def test_the_wrapper_is_told_the_threshold_and_whether_to_stop() -> None:
-    assert wrapper_arguments(None, stop_when_hung=False) == []
-    assert wrapper_arguments(600, stop_when_hung=False) == ["--hang-after-seconds", "600"]
-    assert wrapper_arguments(600, stop_when_hung=True) == [
-        "--hang-after-seconds", "600", "--stop-when-hung",
+    assert wrapper_arguments(None, stop_when_hung=False, report="h.json") == []
+    assert wrapper_arguments(600, stop_when_hung=False, report="h.json") == [
+        "--hang-after-seconds", "600", "--hang-report", "h.json",
+    ]  # fmt: skip
+    assert wrapper_arguments(600, stop_when_hung=True, report="h.json") == [
+        "--hang-after-seconds", "600", "--stop-when-hung", "--hang-report", "h.json",
     ]  # fmt: skip
 
 
@@ -85,9 +87,7 @@ def test_a_hung_node_that_ignored_sigterm_says_it_was_killed_after_the_grace() -
     )
     log = explain(ending)
     assert log is not None
-    assert log.reason.endswith(
-        "; it ignored SIGTERM and was killed after the grace period of 20 s"
-    )
+    assert log.reason.endswith("; it ignored SIGTERM and was killed after the grace period of 20 s")
 
 
 def test_the_hung_exit_status_has_its_meaning() -> None:
