@@ -36,7 +36,7 @@ HUNG_EXIT_STATUS = 122
 MAX_POLL_SECONDS = 5.0
 MIN_POLL_SECONDS = 0.05
 
-# What advancing is measured by: the train log's size and every METRICS file's name and size.
+# What advancing is measured by: the train log's size and every METRICS file's path and size.
 ProgressMark = tuple[int, tuple[tuple[str, int], ...]]
 
 
@@ -48,14 +48,13 @@ def progress_mark(train_log: Path, metrics: Path | None) -> ProgressMark:
     except FileNotFoundError:
         log_size = 0
     files: list[tuple[str, int]] = []
-    if metrics is not None:
-        try:
-            with os.scandir(metrics) as entries:
-                for entry in entries:
-                    if entry.is_file():
-                        files.append((entry.name, entry.stat().st_size))
-        except (FileNotFoundError, NotADirectoryError):
-            pass
+    for folder, _subfolders, names in os.walk(metrics) if metrics is not None else ():
+        for name in names:
+            path = os.path.join(folder, name)
+            try:
+                files.append((os.path.relpath(path, metrics), os.stat(path).st_size))
+            except FileNotFoundError:  # replaced while looked at: the next look sees it
+                continue
     return log_size, tuple(sorted(files))
 
 

@@ -102,6 +102,8 @@ def test_the_progress_mark_is_the_log_size_and_each_metrics_file_size(tmp_path: 
     (metrics / "loss.jsonl").write_text('{"step": 1, "loss": 0.5}\n')
     (metrics / "nested").mkdir()
     assert progress_mark(log, metrics) == (8, (("loss.jsonl", 25),))
+    (metrics / "nested" / "points.jsonl").write_text("{}\n")
+    assert progress_mark(log, metrics) == (8, (("loss.jsonl", 25), ("nested/points.jsonl", 3)))
     os.utime(log, (0, 0))  # touched, not written: no progress
     assert progress_mark(log, None) == (8, ())
 
