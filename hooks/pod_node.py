@@ -36,7 +36,7 @@ from octotrain.input_sources import StageSource
 from octotrain.manifests import manifest_of
 from octotrain.metrics_meta import meta_report
 from octotrain.run_layout import RunObjects, node_cache_holder
-from octotrain.storage import ObjectStore
+from octotrain.storage import ObjectNotFound, ObjectStore
 
 GIB = 1024**3
 
@@ -82,10 +82,10 @@ def stage_pod_node(
     logs = work / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     names = NodeLogNames(task_id=task_id, node_index=node_index)
-    for name in names.always():
-        (logs / name).touch()
-    note = _stamped(logs / names.init)
     prefix = plan_key.rsplit("/", 1)[0]
+    for name in names.always():
+        _go_on_from(store, f"{prefix}/logs/{name}", logs / name)
+    note = _stamped(logs / names.init)
     try:
         agent_dir.mkdir(parents=True, exist_ok=True)
         for source in AGENT_DIR.glob("*.py"):
@@ -112,6 +112,17 @@ def stage_pod_node(
         raise
     finally:
         store.put_file(f"{prefix}/logs/{names.init}", logs / names.init)
+
+
+def _go_on_from(store: ObjectStore, key: str, log: Path) -> None:
+    """Start the pod's copy of a node's log from what the store has of it: a node started
+    again for the run's restart (``octotrain.restarts``) goes on with its earlier starts' log
+    lines (the training's wrapper and the sidecar append), which its sidecar's uploads would
+    otherwise replace. Empty for a node's first start."""
+    try:
+        store.get_file(key, log)
+    except ObjectNotFound:
+        log.touch()
 
 
 class NodeSync:

@@ -13,9 +13,10 @@ At most ``max_node_restarts`` (the task's setting; 0: never) restarts per run.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from octotrain.failure_classes import FailureClass
+from octotrain.supplemental_log import SupplementalLog
 
 DEFAULT_MAX_NODE_RESTARTS = 2
 MAX_NODE_RESTARTS = 20
@@ -67,3 +68,12 @@ def what_was_done(failure: FailureClass, *, attempt: int, max_restarts: int) -> 
     if attempt >= max_restarts:
         return f"{line}; not restarted: the run's {max_restarts} restarts were all used"
     return f"{line}; restart {attempt + 1} of at most {max_restarts}"
+
+
+def supplemented(log: SupplementalLog, details: tuple[str, ...]) -> SupplementalLog:
+    """``log`` with ``details`` after its own lines (how the node's earlier starts ended, its
+    failure class and what was done), less a class line when its own lines name its class
+    already (a hang's does)."""
+    named = any(line.startswith(CLASS_LINE) for line in log.details)
+    extra = [line for line in details if not (named and line.startswith(CLASS_LINE))]
+    return replace(log, details=(*log.details, *extra))

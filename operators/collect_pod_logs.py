@@ -1,7 +1,9 @@
 """``collect_logs`` with the Kubernetes launcher: after every node's pod has ended, however it
 ended, make sure the four log files of every node are in the object store, explain abnormal
 ends in the supplemental logs (the run's message in the catalog is the first line of the node's
-that ended the run), then delete the run's remaining pods.
+that ended the run), with each end's failure class and what was done about it, and how a node's
+earlier starts ended when the run was restarted (``octotrain.restarts``), then delete the run's
+remaining pods.
 
 The pods' sidecars have already synced the logs and metrics; what only the cluster knows (a
 pod that could not be scheduled, an image that could not be pulled, an OOM kill, an eviction)
@@ -20,12 +22,15 @@ from hooks.kubernetes_runs import KubernetesRuns
 from hooks.object_store import default_object_store
 from hooks.run_abort import StoreAbortMarker
 from hooks.run_files import last_memory_sample, read_json, read_text, write_text
+from hooks.run_restarts import StoreRunRestarts
 from octotrain.catalog.models import RunState
 from octotrain.contracts import NodeLogNames
+from octotrain.failure_classes import pod_end_class
 from octotrain.kubernetes_config import kubernetes_config
 from octotrain.planning import RunPlan
 from octotrain.pod_diagnosis import NodeEnd, diagnose
 from octotrain.pods import LABEL_NODE, LABEL_RUN, pod_deadline, run_label
+from octotrain.restarts import supplemented, what_was_done
 from octotrain.run_layout import RunObjects
 from octotrain.run_lifecycle import end_run
 from octotrain.settings import get_settings
@@ -46,6 +51,7 @@ class CollectPodLogsOperator(TrainingStageOperator):
             conn_id=settings.kubernetes_conn_id, namespace=settings.kubernetes_namespace
         )
         abort = StoreAbortMarker(store, objects.prefix)
+        restarts = StoreRunRestarts(store, objects.prefix)
         flag = abort.flag()
         reasons: dict[str, str] = {}
         for node_index in plan.node_indices:
@@ -57,10 +63,25 @@ class CollectPodLogsOperator(TrainingStageOperator):
                 store, plan, names, pod, events, abort.stopped_because(node_index)
             )
             _ensure_logs(store, objects, names)
+            earlier = tuple(restarts.notes(node_index))
             if log is not None:
                 reasons[node_index] = log.reason
+                failure = pod_end_class(
+                    pod,
+                    stopped=abort.stopped_because(node_index) is not None,
+                    time_limited=_time_limited(store, objects, node_index, pod),
+                )
+                done = what_was_done(
+                    failure, attempt=restarts.latest(), max_restarts=plan.max_node_restarts
+                )
+                log = supplemented(log, (*earlier, done))
                 write_text(store, objects.log(names.supplemental), log.render())
                 self.log.warning("%s", log.reason)
+            elif earlier:  # it ended well, after the run's restarts: how its starts ended
+                restarted = SupplementalLog(
+                    f"node {node_index} ended normally after the run was restarted", earlier
+                )
+                write_text(store, objects.log(names.supplemental), restarted.render())
             for found in pods:
                 runs.delete_pod(
                     found["metadata"]["name"], grace_seconds=int(settings.stop_grace_seconds)
@@ -109,6 +130,16 @@ class CollectPodLogsOperator(TrainingStageOperator):
         state = RunState.STOPPED if stopped else RunState.FAILED
         with default_catalog().session() as session:
             end_run(session, run_id=plan.catalog_run_id, state=state, reason=message)
+
+
+def _time_limited(
+    store: ObjectStore, objects: RunObjects, node_index: str, pod: dict[str, Any] | None
+) -> bool:
+    """Whether a time limit ended the node: its wrapper's (its exit report says which) or the
+    pod's deadline, which backs it up."""
+    report = read_json(store, objects.exit_report(node_index)) or {}
+    reason = ((pod or {}).get("status") or {}).get("reason")
+    return "time_limit" in report or reason == "DeadlineExceeded"
 
 
 def _ensure_logs(store: ObjectStore, objects: RunObjects, names: NodeLogNames) -> None:

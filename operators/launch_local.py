@@ -48,6 +48,7 @@ from octotrain.supplemental_log import NodeEnding, last_sampled_memory
 from operators.hang_notices import HangNotices
 from operators.node_endings import record_ending
 from operators.node_holds import record_node_hold, record_node_release
+from operators.restart_notes import note_restart
 from operators.stage_data import init_log
 from operators.training_stage import TrainingStageOperator
 
@@ -241,6 +242,7 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
         if restart.node == self.node_index and self._restart is None and failure is not None:
             attempt, most = restart.attempt - 1, plan.max_node_restarts
             lines = (what_was_done(failure, attempt=attempt, max_restarts=most), done)
+            note_restart(plan, done, log=self.log)
         else:
             ending = NodeEnding(
                 self.node_index,

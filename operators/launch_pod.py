@@ -22,6 +22,17 @@ triggerer follows the pod and watches the flag (``operators.node_pod_trigger``),
 holds no worker slot, and the task resumes on a worker only to fetch the training container's
 log and end. Synchronous, the task follows the pod in its worker, watching the flag in a thread
 (``AbortWatcher``).
+
+A node whose pod is lost for a reason outside its training (evicted, preempted, its Kubernetes
+node lost: ``octotrain.failure_classes``) asks for the run's next restart instead of raising
+the flag, within the task's ``max_node_restarts`` (``octotrain.restarts``): its task deletes
+the lost pod and creates the node's pod again, which restores the node's checkpoint before the
+training starts; every other node's trigger (or, synchronous, its ``RestartWatcher``) sees the
+request and takes its pod down with the grace period to save a checkpoint, and its task starts
+it again too, as a rendezvous needs every member. A node that failed for want of its lost peer
+joins the restart. Each pod carries the number of the restart it belongs to (the label
+``octotrain.io/start``), and each restarted start leaves a line for the node's supplemental
+log (``collect_logs`` writes it).
 """
 
 from __future__ import annotations
@@ -36,23 +47,39 @@ from airflow.providers.cncf.kubernetes.triggers.pod import KubernetesPodTrigger
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 from airflow.triggers.base import BaseTrigger
+from kubernetes.client import ApiClient
 from kubernetes.client import models as k8s
 from kubernetes.client.exceptions import ApiException
 
 from hooks.kubernetes_runs import KubernetesRuns
 from hooks.object_store import default_object_store
 from hooks.run_abort import AbortWatcher, StoreAbortMarker
+from hooks.run_restarts import RestartWatcher, StoreRunRestarts
 from octotrain.abort_flags import AbortFlag
+from octotrain.failure_classes import FailureClass, pod_end_class, pod_loss
 from octotrain.kubernetes_config import kubernetes_config
 from octotrain.planning import RunPlan
 from octotrain.pods import node_pod
+from octotrain.restarts import RunRestart, restart_due, what_was_done
 from octotrain.settings import get_settings
 from operators.hang_notices import PodHangWatch
 from operators.node_holds import pod_held_span, record_node_hold
-from operators.node_pod_trigger import HELD_SINCE, STOPPED, STOPPED_BY_USER, NodePodTrigger
+from operators.node_pod_trigger import (
+    HELD_SINCE,
+    RESTART,
+    RESTART_KEY,
+    STOPPED,
+    STOPPED_BY_USER,
+    NodePodTrigger,
+)
 from operators.pod_settings import pod_settings
+from operators.restart_notes import note_restart
 from operators.training_stage import PLAN_XCOM_KEY, VALIDATE_TASK_ID, with_real_secrets
 
+# The label of a node's pod with the number of the run's restart it belongs to (0: none).
+LABEL_START = "octotrain.io/start"
+# The pod's status reason when Kubernetes ended it at its activeDeadlineSeconds (a time limit).
+DEADLINE_EXCEEDED = "DeadlineExceeded"
 # A lost worker's node is tried again soon: its pod is still running.
 RETRY_DELAY = timedelta(seconds=10)
 # The status of the provider's trigger event for a pod that did not start in time.
@@ -88,6 +115,10 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         )
         self.training_task_id = training_task_id
         self.node_index = node_index
+        self._start = 0  # the run's restart that this node's pod belongs to
+        self._pod_name = ""  # the node's pod, once created or found (it may then be gone)
+        self._restarts: StoreRunRestarts | None = None
+        self._max_restarts = 0
 
     def _plan(self, context: Context) -> RunPlan:
         document = context["ti"].xcom_pull(task_ids=VALIDATE_TASK_ID, key=PLAN_XCOM_KEY)
@@ -106,7 +137,9 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         self.name = f"train-{plan.task_id}-{self.node_index}"
         if plan.max_wait_seconds is not None:  # how long the pod may wait to be scheduled
             self.schedule_timeout_seconds = plan.max_wait_seconds
-        return super().build_pod_request_obj(context, dry_run=dry_run)
+        pod = super().build_pod_request_obj(context, dry_run=dry_run)
+        pod.metadata.labels = {**(pod.metadata.labels or {}), LABEL_START: str(self._start)}
+        return pod
 
     def get_or_create_pod(self, pod_request_obj: k8s.V1Pod, context: Context) -> k8s.V1Pod:
         """This node's pod of an earlier try of this task, whatever its phase (the provider
@@ -118,6 +151,8 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         else:
             self.log.info("reattaching to pod %s of node %s", found.metadata.name, self.node_index)
         _remember_pod(context, name=str(found.metadata.name), namespace=namespace)
+        self._pod_name = str(found.metadata.name)
+        self._start = int((found.metadata.labels or {}).get(LABEL_START, self._start))
         return found
 
     def _remembered_pod(self, context: Context) -> k8s.V1Pod | None:
@@ -139,6 +174,14 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         return pod
 
     def execute(self, context: Context) -> Any:
+        """Start the node's pod (or find it again) and follow it; start it again for each of
+        the run's restarts that it takes part in."""
+        try:
+            return self._execute(context)
+        except _StartAgain as again:
+            return self._start_again(context, again.restart)
+
+    def _execute(self, context: Context) -> Any:
         abort = self._abort_marker(context)
         already = abort.flag()
         if already is not None:
@@ -148,6 +191,7 @@ class LaunchNodePodOperator(KubernetesPodOperator):
             )
             abort.record_stop(self.node_index, reason)
             _end_stopped(reason, by_user=already.by_user)
+        self._start = self._restart_book(context).latest()
         if self.deferrable:
             with self._failure_raises_the_flag(abort):
                 return super().execute(context)
@@ -157,7 +201,7 @@ class LaunchNodePodOperator(KubernetesPodOperator):
             on_flag=self._stop_for,
             on_look=self._hangs.notices(node_index=self.node_index, log=self.log),
         )
-        with self._failure_raises_the_flag(abort), watcher:
+        with self._failure_raises_the_flag(abort), watcher, self._restart_watcher():
             return super().execute(context)
 
     def defer(
@@ -177,16 +221,37 @@ class LaunchNodePodOperator(KubernetesPodOperator):
             node_index=self.node_index,
             abort_check_seconds=kubernetes_config().abort_check_seconds,
             grace_seconds=self._grace_seconds,
+            next_restart=self._next_restart,
             catalog_run_id=self._hangs.catalog_run_id,
             watch_hangs=self._hangs.watched,
         )
+        kwargs = {**(kwargs or {}), "start": self._start}  # what trigger_reentry is told
         super().defer(trigger=watching, method_name=method_name, kwargs=kwargs, timeout=timeout)
 
-    def trigger_reentry(self, context: Context, event: dict[str, Any]) -> Any:
+    def trigger_reentry(self, context: Context, event: dict[str, Any], start: int = 0) -> Any:
         """Back from the trigger: a node the abort flag stopped (its trigger deleted the pod
         and recorded the stop) ends with its reason, skipped when its user stopped it, failed
-        otherwise; else the provider fetches the training container's log and ends as the pod
-        did, a pod that failed (or did not start in time) raising the flag."""
+        otherwise; a node whose pod the run's restart took down (``start``: the restart its pod
+        belonged to) starts it again; else the provider fetches the training container's log
+        and ends as the pod did, a pod that failed (or did not start in time) raising the flag,
+        or, lost, asking for the run's restart."""
+        self._start, self._pod_name = start, str(event.get("name", ""))
+        try:
+            return self._reentry(context, event)
+        except _StartAgain as again:
+            return self._start_again(context, again.restart)
+
+    def _reentry(self, context: Context, event: dict[str, Any]) -> Any:
+        if event["status"] == RESTART:
+            if event.get(HELD_SINCE):  # the pod is gone: its hold ends with this event
+                since = datetime.fromisoformat(str(event[HELD_SINCE]))
+                record_node_hold(self._plan(context), self.node_index, started_at=since,
+                                 ended_at=datetime.now(UTC))  # fmt: skip
+            restart = RunRestart.from_json(str(event[RESTART_KEY]))
+            if restart is None:
+                raise AirflowFailException(f"node {self.node_index}: an unreadable restart")
+            self._restart_book(context)
+            raise _StartAgain(restart)
         if event["status"] == STOPPED:
             if event.get(HELD_SINCE):  # the pod is gone: its hold ends with this event
                 since = datetime.fromisoformat(str(event[HELD_SINCE]))
@@ -198,6 +263,7 @@ class LaunchNodePodOperator(KubernetesPodOperator):
             # timeout would hold this worker for its whole training (the provider follows it).
             self.get_logs = False
         abort = self._abort_marker(context)
+        self._restart_book(context)
         with self._failure_raises_the_flag(abort):
             return super().trigger_reentry(context, event)
 
@@ -231,11 +297,14 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         is not tried again."""
         try:
             yield
-        except (AirflowFailException, AirflowSkipException):
+        except (AirflowFailException, AirflowSkipException, _StartAgain):
             raise
         except Exception as error:
             summary = str(error).splitlines()[0] if str(error) else type(error).__name__
             flag = abort.flag()
+            restart = self._restart_after_failure() if flag is None else None
+            if restart is not None:
+                raise _StartAgain(restart) from error
             if flag is None:
                 abort.raise_flag(AbortFlag.node_failed(self.node_index, f"failed ({summary})"))
             elif flag.by_user:
@@ -244,6 +313,92 @@ class LaunchNodePodOperator(KubernetesPodOperator):
             elif flag.concerns_other_than(self.node_index):
                 summary = f"stopped: {flag.text()}"
             raise AirflowFailException(f"node {self.node_index}: {summary}") from error
+
+    def _restart_book(self, context: Context) -> StoreRunRestarts:
+        """The run's restarts, and how many the task allows (kept for ``defer`` and the
+        synchronous watcher)."""
+        self._max_restarts = self._plan(context).max_node_restarts
+        self._restarts = StoreRunRestarts(
+            default_object_store(), self._plan(context).objects.prefix
+        )
+        return self._restarts
+
+    @property
+    def _next_restart(self) -> int | None:
+        """The number of the run's restart that would take this node's pod down; None when the
+        task allows no more."""
+        return self._start + 1 if self._start < self._max_restarts else None
+
+    def _restart_watcher(self) -> RestartWatcher:
+        """Synchronous: the thread that takes the pod down when another node asks for the
+        run's next restart."""
+        assert self._restarts is not None
+        return RestartWatcher(
+            self._restarts, self._next_restart,
+            every=kubernetes_config().abort_check_seconds, on_restart=self._take_down_for,
+        )  # fmt: skip
+
+    def _take_down_for(self, restart: RunRestart) -> None:
+        if self.pod is None:
+            return
+        self.log.info("deleting the pod to start it again: node %s was lost", restart.node)
+        runs = KubernetesRuns(conn_id=self.kubernetes_conn_id or "", namespace=str(self.namespace))
+        runs.delete_pod(self.pod.metadata.name, grace_seconds=self._grace_seconds)
+
+    def _pod_now(self) -> dict[str, Any] | None:
+        """The node's pod as the API shows it now; None when it is gone."""
+        try:
+            pod = self.hook.get_pod(self._pod_name, str(self.namespace))
+        except ApiException as error:
+            if error.status != NOT_FOUND:
+                raise
+            return None
+        return dict(ApiClient().sanitize_for_serialization(pod))
+
+    def _restart_after_failure(self) -> RunRestart | None:
+        """The run's restart that this node's failed pod takes part in: the one its loss asks
+        for (``octotrain.failure_classes``: lost, within the task's limit), or the one another
+        node asked for (this node then failed for want of its lost peer); None: it failed."""
+        if self._restarts is None or not self._pod_name or self._next_restart is None:
+            return None
+        pod = self._pod_now()
+        deadline = bool(pod) and (pod or {}).get("status", {}).get("reason") == DEADLINE_EXCEEDED
+        failure = pod_end_class(pod, stopped=False, time_limited=deadline)
+        if restart_due(failure, attempt=self._start, max_restarts=self._max_restarts):
+            lost = pod_loss(pod) if pod is not None else None
+            why = lost or "deleted before its end could be read: preempted, or its node lost"
+            return self._restarts.request(RunRestart(self._start + 1, self.node_index, why))
+        return self._restarts.requested(self._start + 1)
+
+    def _start_again(self, context: Context, restart: RunRestart) -> Any:
+        """Note how this start ended, for the supplemental log; retire its pod (whatever is
+        left of it: marked checked, so that no try reattaches to it, and deleted); start the
+        node's pod again."""
+        assert self._restarts is not None
+        done = restart.in_words(self._max_restarts)
+        if restart.node == self.node_index:
+            line = what_was_done(
+                FailureClass.LOST, attempt=restart.attempt - 1, max_restarts=self._max_restarts
+            )
+            ended = f"start {restart.attempt}: its pod was lost ({restart.reason}); {line}"
+            note_restart(self._plan(context), done, log=self.log)
+        else:
+            ended = f"start {restart.attempt}: stopped to be started again with every node"
+        self._restarts.note(self.node_index, f"{ended}; {done}")
+        self.log.warning("node %s: %s", self.node_index, done)
+        self._retire_pod()
+        return self.execute(context)
+
+    def _retire_pod(self) -> None:
+        try:
+            pod = self.hook.get_pod(self._pod_name, str(self.namespace))
+        except ApiException as error:
+            if error.status != NOT_FOUND:
+                raise
+            return
+        self.patch_already_checked(pod, reraise=False)
+        runs = KubernetesRuns(conn_id=self.kubernetes_conn_id or "", namespace=str(self.namespace))
+        runs.delete_pod(self._pod_name, grace_seconds=self._grace_seconds)
 
     @property
     def _grace_seconds(self) -> int:
@@ -267,6 +422,14 @@ class LaunchNodePodOperator(KubernetesPodOperator):
             abort.record_stop(self.node_index, flag.why_stopped(self.node_index))
             abort.raise_flag(flag)
         super().on_kill()
+
+
+class _StartAgain(Exception):
+    """The node's pod ended for the run's restart ``restart``: its task starts it again."""
+
+    def __init__(self, restart: RunRestart) -> None:
+        super().__init__(f"restart {restart.attempt}")
+        self.restart = restart
 
 
 def _remember_pod(context: Context, *, name: str, namespace: str) -> None:

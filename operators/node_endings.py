@@ -6,9 +6,8 @@ reads, and, when it did not end normally, its supplemental log (``octotrain.supp
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 
-from octotrain.restarts import CLASS_LINE
+from octotrain.restarts import supplemented
 from octotrain.run_layout import RunLayout
 from octotrain.supplemental_log import NodeEnding, explain
 
@@ -23,9 +22,7 @@ def record_ending(
     node_index = ending.node_index
     log = explain(ending)
     if log is not None:
-        named = any(line.startswith(CLASS_LINE) for line in log.details)
-        extra = [line for line in details if not (named and line.startswith(CLASS_LINE))]
-        log = replace(log, details=(*log.details, *extra))
+        log = supplemented(log, details)
         path = layout.log_path(layout.log_names(node_index).supplemental)
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f".{path.name}.partial-{os.getpid()}")

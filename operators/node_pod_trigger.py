@@ -14,6 +14,10 @@ fires the provider's own event, unchanged. With the task's hang detection it als
 each look at the flag, the node's hang report as the pod's sidecar keeps it in the store, and
 says when the node looks hung in the task's log and the run's note (``operators.hang_notices``).
 
+It also watches for the run's next restart (``octotrain.restarts``: another node was lost):
+the pod is then deleted the same way, with the grace period to save a checkpoint but no stop
+recorded, and a ``restart`` event fires, upon which the task starts the node's pod again.
+
 The triggerer rebuilds a trigger from what ``serialize`` returns, kept in Airflow's metadata
 DB (and read again after a triggerer restart), so it holds JSON only, and no credential: the
 provider passes its trigger the Kubernetes connection's extra and the content of the worker's
@@ -38,11 +42,17 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from hooks.object_store import default_object_store
 from hooks.run_abort import StoreAbortMarker
+from hooks.run_restarts import StoreRunRestarts
 from octotrain.abort_flags import AbortFlag
+from octotrain.restarts import RunRestart
 from operators.hang_notices import HangNotices, pod_hang_notices
 
 # The status of the event fired when the abort flag stopped the node.
 STOPPED = "stopped"
+# The status of the event fired when the run's next restart took the pod down, and its key
+# with that restart (``RunRestart.to_json``).
+RESTART = "restart"
+RESTART_KEY = "restart"
 # The key of that event that says whether the node's user stopped it (``AbortFlag.by_user``).
 STOPPED_BY_USER = "stopped_by_user"
 # The key of that event with when the pod started on its Kubernetes node (ISO 8601; absent if it
@@ -71,6 +81,7 @@ class NodePodTrigger(BaseTrigger):
         grace_seconds: int,
         catalog_run_id: int = 0,
         watch_hangs: bool = False,
+        next_restart: int | None = None,
     ) -> None:
         super().__init__()
         self.pod_trigger_classpath = pod_trigger_classpath
@@ -80,6 +91,9 @@ class NodePodTrigger(BaseTrigger):
         self.node_index = node_index
         self.abort_check_seconds = abort_check_seconds
         self.grace_seconds = grace_seconds
+        # The number of the run's restart that would take this pod down; None: none can come
+        # (the task's max_node_restarts is used up, or 0).
+        self.next_restart = next_restart
         # With hang detection: the run whose note says when this node looks hung.
         self.catalog_run_id, self.watch_hangs = catalog_run_id, watch_hangs
 
@@ -94,6 +108,7 @@ class NodePodTrigger(BaseTrigger):
         grace_seconds: int,
         catalog_run_id: int = 0,
         watch_hangs: bool = False,
+        next_restart: int | None = None,
     ) -> NodePodTrigger:
         """The provider's trigger of node ``node_index``'s pod, also watching the abort flag of
         the run whose objects are under ``run_prefix``."""
@@ -105,6 +120,7 @@ class NodePodTrigger(BaseTrigger):
             pod_trigger_classpath=classpath, pod_trigger_kwargs=kwargs, datetime_kwargs=dates,
             run_prefix=run_prefix, node_index=node_index,
             abort_check_seconds=abort_check_seconds, grace_seconds=grace_seconds,
+            next_restart=next_restart,
             catalog_run_id=catalog_run_id, watch_hangs=watch_hangs,
         )  # fmt: skip
 
@@ -119,6 +135,7 @@ class NodePodTrigger(BaseTrigger):
                 "node_index": self.node_index,
                 "abort_check_seconds": self.abort_check_seconds,
                 "grace_seconds": self.grace_seconds,
+                "next_restart": self.next_restart,
                 "catalog_run_id": self.catalog_run_id,
                 "watch_hangs": self.watch_hangs,
             },
@@ -138,6 +155,10 @@ class NodePodTrigger(BaseTrigger):
         return StoreAbortMarker(default_object_store(), self.run_prefix)
 
     @cached_property
+    def restarts(self) -> StoreRunRestarts:
+        return StoreRunRestarts(default_object_store(), self.run_prefix)
+
+    @cached_property
     def hang_notices(self) -> HangNotices:
         return pod_hang_notices(
             run_prefix=self.run_prefix,
@@ -155,6 +176,9 @@ class NodePodTrigger(BaseTrigger):
                 if (event := pod_end.result()) is not None:
                     yield event
                 return
+            if isinstance(flag, RunRestart):
+                yield await self._restarting(flag, pod_end)
+                return
             reason = flag.why_stopped(self.node_index)
             held_since = await self._started_at()
             await self._take_the_pod_down(reason, pod_end)
@@ -168,14 +192,18 @@ class NodePodTrigger(BaseTrigger):
             await _cancelled(pod_end)  # stopped before the provider's trigger saw the pod end
             await events.aclose()
 
-    async def _stopping_flag(self, pod_end: asyncio.Future[Any]) -> AbortFlag | None:
-        """The abort flag that stops this node, or None once the pod has ended first. A flag
-        this node raised (its own failure) cannot be replaced (the first flag stays), so once
-        it is seen only the pod's end is waited for."""
+    async def _stopping_flag(self, pod_end: asyncio.Future[Any]) -> AbortFlag | RunRestart | None:
+        """The abort flag that stops this node, or the run's restart that takes its pod down,
+        or None once the pod has ended first. A flag this node raised (its own failure) cannot
+        be replaced (the first flag stays), so once it is seen only the pod's end is waited
+        for."""
         while not pod_end.done():
             flag = await self._flag()
             if flag is not None and flag.concerns_other_than(self.node_index):
                 return flag
+            restart = await self._restart() if flag is None else None
+            if restart is not None:
+                return restart
             if self.watch_hangs:
                 await asyncio.to_thread(self.hang_notices)
             await asyncio.wait({pod_end}, timeout=None if flag else self.abort_check_seconds)
@@ -189,6 +217,35 @@ class NodePodTrigger(BaseTrigger):
         except Exception as error:
             self.log.warning("could not read the run's abort flag: %s", error)
             return None
+
+    async def _restart(self) -> RunRestart | None:
+        """The run's next restart, once a node asked for it; None also while the store cannot
+        be read."""
+        if self.next_restart is None:
+            return None
+        try:
+            return await asyncio.to_thread(self.restarts.requested, self.next_restart)
+        except Exception as error:
+            self.log.warning("could not read the run's restarts: %s", error)
+            return None
+
+    async def _restarting(self, restart: RunRestart, pod_end: asyncio.Future[Any]) -> TriggerEvent:
+        """Take the pod down for the run's restart (the grace period to save a checkpoint, and
+        the sidecar's last sync of it); the event that has the task start it again."""
+        held_since = await self._started_at()
+        self.log.info("deleting the pod to start it again: node %s was lost", restart.node)
+        await _cancelled(pod_end)
+        await self.pod_trigger.hook.delete_pod(
+            name=self.pod_trigger.pod_name,
+            namespace=self.pod_trigger.pod_namespace,
+            grace_period_seconds=self.grace_seconds,
+        )
+        await self._gone(within=self.grace_seconds + POD_END_MARGIN_SECONDS)
+        return TriggerEvent(
+            {"status": RESTART, "name": self.pod_trigger.pod_name,
+             "namespace": self.pod_trigger.pod_namespace, RESTART_KEY: restart.to_json(),
+             **({HELD_SINCE: held_since.isoformat()} if held_since else {})}
+        )  # fmt: skip
 
     async def _started_at(self) -> datetime | None:
         """When the pod started on its Kubernetes node; None if it did not, or cannot be read

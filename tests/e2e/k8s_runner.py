@@ -101,6 +101,23 @@ PAUSES = (
     "    time.sleep(0.2)\n"
     "pathlib.Path(os.environ['OUTPUT'], 'model.txt').write_text('weights')\n"
 )
+# 80 steps of a quarter second, a checkpoint after each (written aside, renamed into place, as
+# a PyTorch user saves one); started again, it goes on from its newest checkpoint. Its model
+# says how many steps made it: the same whether or not it was restarted on the way.
+CHECKPOINTS_EVERY_STEP = (
+    "import os, pathlib, time\n"
+    "folder = pathlib.Path(os.environ['CHECKPOINT'])\n"
+    "saved = sorted(int(p.stem.removeprefix('step-')) for p in folder.glob('step-*.txt'))\n"
+    "step = saved[-1] if saved else 0\n"
+    "print('node', os.environ['NODE_INDEX'], 'starts at step', step, flush=True)\n"
+    "while step < 80:\n"
+    "    time.sleep(0.25)\n"
+    "    step += 1\n"
+    "    (folder / 'step.tmp').write_text(str(step))\n"
+    "    (folder / 'step.tmp').replace(folder / f'step-{step}.txt')\n"
+    "    print('step', step, flush=True)\n"
+    "pathlib.Path(os.environ['OUTPUT'], 'model.txt').write_text(f'weights after {step} steps')\n"
+)
 # Its interpreter is not in the image.
 MISSING_INTERPRETER = "/nonexistent/python3"
 # About 6 s of training with a log line per epoch and a model file at the end.
@@ -138,7 +155,8 @@ def setup() -> dict[str, int]:
                        ("trains-until-stopped", TRAINS_UNTIL_STOPPED),
                        ("trains-slowly", TRAINS_SLOWLY),
                        ("fails-while-the-other-trains", FAILS_WHILE_THE_OTHER_TRAINS),
-                       ("goes-silent", GOES_SILENT), ("pauses", PAUSES),
+                       ("goes-silent", GOES_SILENT),
+                       ("checkpoints-every-step", CHECKPOINTS_EVERY_STEP), ("pauses", PAUSES),
                        ("cannot-start", "pass")]:  # fmt: skip
         add_command_algorithm(catalog, name, code)
         if image:
@@ -178,6 +196,16 @@ def setup() -> dict[str, int]:
             parameters={},
             node_count=1,
             hang_detection={"after_seconds": 2},
+        ),
+        "restarted": add_task(
+            catalog, name="restarted", algorithm="checkpoints-every-step", parameters={}
+        ),
+        "restart-limit": add_task(
+            catalog,
+            name="restart-limit",
+            algorithm="checkpoints-every-step",
+            parameters={},
+            max_node_restarts=1,
         ),
         "concurrent-failure-sync": add_task(
             catalog,

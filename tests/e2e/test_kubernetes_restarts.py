@@ -1,0 +1,158 @@
+"""Retries by failure class with the Kubernetes launcher, end to end on the emulator: the real
+operators, triggers and pods (``tests/e2e/k8s_runner.py``: each node's launch task in a process
+of its own, its deferrals run there as the triggerer would). A 2-node run whose node 1 is
+evicted mid-training is started again, both nodes, from their checkpoints, and finishes with
+the model of an uninterrupted run; the task's restart limit is honoured; a training that fails
+on its own is not started again (``test_kubernetes_run``'s failing nodes, which now also say
+their failure class)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hooks.checkpoint_sync import read_manifest
+from octotrain.pods import LABEL_NODE
+from octotrain.run_layout import RunObjects
+from tests.e2e.test_kubernetes_run import (
+    NAMESPACE,
+    NODES,
+    Cluster,
+    launch_in_background,
+    names,
+    results_of,
+    stored,
+)
+from tests.e2e.test_kubernetes_run import cluster as cluster
+
+# Far longer than a 2-node run of 20 s takes on the emulator, restarted, on a busy machine.
+DEADLINE_SECONDS = 180
+
+
+@pytest.fixture(scope="module")
+def tasks(cluster: Cluster) -> dict[str, int]:
+    """The catalog of ``k8s_runner.py``'s setup (no scenario run through a DAG)."""
+    completed = cluster.runner("dag")
+    found = results_of(completed)
+    assert found and found[0]["scenario"] == "setup", (completed.stdout + completed.stderr)[-4000:]
+    return dict(found[0]["tasks"])
+
+
+@pytest.fixture
+def env(cluster: Cluster) -> Iterator[dict[str, str]]:
+    """Checkpoints synced every half second, so that an eviction finds one to go on from."""
+    yield cluster.env | {"OCTOTRAIN_CHECKPOINT_SYNC_SECONDS": "0.5"}
+
+
+def _prepare(cluster: Cluster, task: str, env: dict[str, str]) -> Path:
+    plan = cluster.root / f"{task}-plan.json"
+    prepared = cluster.runner("prepare", task, str(plan), env=env)
+    assert prepared.returncode == 0, prepared.stderr[-4000:]
+    return plan
+
+
+def _objects(plan: Path) -> RunObjects:
+    document = json.loads(plan.read_text())
+    return RunObjects(document["task_id"], document["run_key"])
+
+
+def _checkpointed_pod(
+    cluster: Cluster,
+    plan: Path,
+    node: str,
+    after_step: int,
+    workers: dict[str, Any],
+) -> str:
+    """The name of ``node``'s running pod (not one being deleted), once its checkpoint in the
+    store has passed ``after_step`` steps (while every node's launch task runs)."""
+    objects, deadline = _objects(plan), time.monotonic() + DEADLINE_SECONDS
+    while True:
+        manifest = read_manifest(cluster.store, objects, node)
+        steps = [int(name.removeprefix("step-").removesuffix(".txt"))
+                 for name in (manifest.files if manifest else {})]  # fmt: skip
+        pods = [pod for pod in cluster.pods_of(objects.task_id)
+                if pod.metadata.labels.get(LABEL_NODE) == node and _running(pod)]  # fmt: skip
+        if pods and max(steps, default=0) > after_step:
+            return str(pods[0].metadata.name)
+        assert time.monotonic() < deadline, f"{node} never checkpointed past step {after_step}"
+        ended = any(worker.poll() is not None for worker in workers.values())
+        assert not ended, f"launch tasks ended before {node} checkpointed: {_ended(workers)}"
+        time.sleep(0.2)
+
+
+def _running(pod: Any) -> bool:
+    return bool(pod.status.phase == "Running" and pod.metadata.deletion_timestamp is None)
+
+
+def _ended(workers: dict[str, Any]) -> dict[str, str]:
+    return {
+        node: worker.communicate(timeout=DEADLINE_SECONDS)[0] for node, worker in workers.items()
+    }
+
+
+def test_a_node_evicted_mid_training_restarts_the_run_from_its_checkpoints(
+    cluster: Cluster,
+    tasks: dict[str, int],
+    env: dict[str, str],
+) -> None:
+    assert cluster.emulator is not None
+    plan = _prepare(cluster, "restarted", env)
+    workers = {node: launch_in_background(cluster, plan, node, 1, env) for node in NODES}
+    evicted = _checkpointed_pod(cluster, plan, "distributed-1", 40, workers)  # half way
+    cluster.emulator.evict(evicted, NAMESPACE)
+    outputs = _ended(workers)
+    assert all(worker.returncode == 0 for worker in workers.values()), outputs
+    collected = cluster.runner("collect", str(plan), env=env)
+    assert results_of(collected) == [{"failed_nodes": []}], collected.stderr[-4000:]
+    result = {"task_id": tasks["restarted"], "run": {"run_key": _objects(plan).run_key}}
+    for node in NODES:
+        train = stored(cluster, result, names(result, node).train)
+        started_at = [int(line.rsplit(" ", 1)[1]) for line in train.splitlines()
+                      if " starts at step " in line]  # fmt: skip
+        assert started_at[0] == 0 and len(started_at) == 2, train
+        assert started_at[1] > 40, train  # from its checkpoint, not from scratch
+        assert "step 80" in train
+        assert "restart 1 of at most 2" in stored(cluster, result, names(result, node).supplemental)
+    lost = stored(cluster, result, names(result, "distributed-1").supplemental)
+    assert lost.startswith("node distributed-1 ended normally after the run was restarted")
+    assert "its pod was lost (TerminationByKubelet: The node was low on resource" in lost
+    assert "failure class lost" in lost
+    other = stored(cluster, result, names(result, "distributed-0").supplemental)
+    assert "stopped to be started again with every node" in other
+    model = cluster.root / "fetched" / "restarted-model.txt"
+    cluster.store.get_file(f"{_objects(plan).output('distributed-0')}/model.txt", model)
+    assert model.read_text() == "weights after 80 steps"  # as an uninterrupted run's
+    assert len(cluster.created_for(tasks["restarted"])) == 4  # each node's pod, twice
+    assert cluster.pods_of(tasks["restarted"]) == []
+
+
+def test_the_task_s_restart_limit_is_honoured(
+    cluster: Cluster,
+    tasks: dict[str, int],
+    env: dict[str, str],
+) -> None:
+    assert cluster.emulator is not None
+    plan = _prepare(cluster, "restart-limit", env)  # max_node_restarts: 1
+    workers = {node: launch_in_background(cluster, plan, node, 1, env) for node in NODES}
+    first = _checkpointed_pod(cluster, plan, "distributed-1", 5, workers)
+    cluster.emulator.preempt(first, NAMESPACE)
+    second = _checkpointed_pod(cluster, plan, "distributed-1", 25, workers)
+    cluster.emulator.evict(second, NAMESPACE)
+    outputs = _ended(workers)
+    assert all(worker.returncode != 0 for worker in workers.values()), outputs
+    collected = cluster.runner("collect", str(plan), env=env)
+    assert results_of(collected) == [{"failed_nodes": list(NODES)}], collected.stderr[-4000:]
+    result = {"task_id": tasks["restart-limit"], "run": {"run_key": _objects(plan).run_key}}
+    lost = stored(cluster, result, names(result, "distributed-1").supplemental)
+    assert lost.startswith("node distributed-1 was evicted by Kubernetes"), lost
+    # The first loss, restarted: a preempted pod is deleted (its DisruptionTarget with it).
+    assert "start 1: its pod was lost (deleted before its end could be read" in lost
+    assert "not restarted: the run's 1 restarts were all used" in lost
+    assert "stopped because node distributed-1" in stored(
+        cluster, result, names(result, "distributed-0").supplemental
+    )
