@@ -1,8 +1,9 @@
 // The catalog pages (algorithms, datasets, caches, model repositories): sending to the REST API,
 // its problems shown next to the fields that caused them, and the pages' dialogs: create a
 // dataset, a cache or a model repository, upload a dataset version with its progress, publish
-// a version, refresh a cache. Dialogs are <dialog>s of the page (Airflow's iframe sandbox blocks
-// prompt and confirm); a refusal keeps the dialog open with each problem at its field.
+// a version, refresh a cache, delete any of them or an algorithm. Dialogs are <dialog>s of the
+// page (Airflow's iframe sandbox blocks prompt and confirm); a refusal keeps the dialog open with
+// each problem at its field, or its reason (what still uses the object).
 "use strict";
 
 async function sendJson(method, url, body) {
@@ -151,6 +152,10 @@ for (const size of document.querySelectorAll("[data-bytes]")) size.textContent =
   if (!page || !page.dataset.api) return;
   const api = page.dataset.api;
   const project = (data) => `${api}/projects/${encodeURIComponent(data.project)}`;
+
+  // Delete: the button names its route; a refusal (still used) stays in the dialog, saying by what.
+  const deleteDialog = document.getElementById("delete-dialog");
+  if (deleteDialog) formDialog(deleteDialog, (_form, data) => sendJson("DELETE", data.url));
 
   const datasetDialog = document.getElementById("dataset-dialog");
   if (datasetDialog) formDialog(datasetDialog, (form, data) => sendJson("POST", `${project(data)}/datasets`, documentOf(form)));

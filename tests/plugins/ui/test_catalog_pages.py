@@ -4,6 +4,9 @@ and the REST route of lineage the other way round (the tasks and runs that used 
 
 from __future__ import annotations
 
+import html
+import re
+
 from dags.factory import task_doc_md
 from hooks.catalog import default_catalog
 from octotrain.catalog.models import ModelRepository, ModelVersion, Run, RunState, TrainingTask
@@ -102,4 +105,47 @@ def test_a_dags_docs_link_to_its_tasks_page_relative_to_airflows_root() -> None:
     task = TrainingTask(id=7, name="house-prices")
     assert task_doc_md(task, "demo").endswith(
         "[its page in the Octotrain console](plugin/octotrain-tasks/octotrain/ui/tasks/7)."
+    )
+
+
+def _delete_url(page: str, label: str) -> str:
+    """The route of the Delete button of the object ``label`` names on a rendered page."""
+    match = re.search(rf'data-url="([^"]+)" data-label="{re.escape(label)}"', page)
+    assert match, f"no Delete button for {label}"
+    return html.unescape(match.group(1))
+
+
+def test_delete_buttons_name_routes_that_delete_or_say_what_uses_the_object(api: Api) -> None:
+    alice = api.as_user("alice")
+    algorithms = api.client.get("/ui/algorithms", headers=alice).text
+    assert 'id="delete-dialog"' in algorithms
+    used = api.client.delete(
+        _delete_url(algorithms, "algorithm linear-regression-numpy"), headers=alice
+    )
+    assert used.status_code == 409 and "still referenced by" in used.json()["detail"]
+    caches = api.client.get("/ui/caches", headers=alice).text
+    assert (
+        api.client.delete(_delete_url(caches, "data cache broken"), headers=alice).status_code
+        == 204
+    )
+    assert 'data-cache="broken"' not in api.client.get("/ui/caches", headers=alice).text
+    datasets = api.client.get("/ui/datasets", headers=alice).text
+    version = api.client.delete(_delete_url(datasets, "imported v1"), headers=alice)
+    assert version.status_code == 204, version.text
+    assert (
+        'data-version="v1"'
+        not in api.client.get("/ui/datasets", headers=alice)
+        .text.split('data-dataset="imported"')[1]
+        .split("</article>")[0]
+    )
+    models = api.client.get("/ui/models", headers=alice).text
+    repository = api.client.delete(
+        _delete_url(models, "model repository house-price-model"), headers=alice
+    )
+    assert (
+        repository.status_code == 409 and "task '演示-房价回归'" in repository.json()["referrers"]
+    )
+    assert (
+        api.client.delete(_delete_url(models, "house-price-model v10"), headers=alice).status_code
+        == 204
     )

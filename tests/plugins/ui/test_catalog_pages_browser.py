@@ -236,3 +236,44 @@ def test_register_what_a_first_task_needs_and_follow_lineage(airflow: LiveAirflo
             for section in SECTIONS:
                 _section(page, console, section)
                 page.screenshot(path=screenshot_path(f"catalog-{section}-{scheme}-{width}"))
+
+
+def test_delete_through_the_dialog_says_what_still_uses_an_object(airflow: LiveAirflow) -> None:
+    """Delete is confirmed in a dialog of the page; an algorithm a task uses is refused there,
+    naming the task; an unused model repository goes. In the dark theme at 1100 px."""
+    unused = _api(airflow, "POST", "/projects/demo/model-repositories",
+                  json={"name": "delete-me", "description": "unused"})  # fmt: skip
+    assert unused.status_code == 201, unused.text
+    with chromium() as browser:
+        page = signed_in(browser.new_context(viewport={"width": 1100, "height": 800}), airflow)
+        page.emulate_media(color_scheme="dark")
+        page.goto(f"{airflow.url}/plugin/octotrain-tasks")
+        console = _console(page)
+        _section(page, console, "algorithms")
+        used = console.locator("tr[data-algorithm=linear-regression-numpy]")
+        used.get_by_role("button", name="Delete").click()
+        dialog = console.locator("#delete-dialog")
+        expect(dialog.get_by_role("heading")).to_have_text(
+            "Delete algorithm linear-regression-numpy?"
+        )
+        dialog.get_by_role("button", name="Delete").click()
+        refusal = dialog.locator(".dialog-problems")
+        expect(refusal).to_contain_text("still referenced by task")
+        expect(refusal).to_be_in_viewport()
+        page.screenshot(path=screenshot_path("catalog-delete-refused-dark-1100"))
+        dialog.get_by_role("button", name="Cancel").click()
+        expect(dialog).to_be_hidden()
+        expect(used).to_be_visible()
+
+        _section(page, console, "models")
+        page.emulate_media(color_scheme="light")
+        repository = console.locator("article[data-repository=delete-me]")
+        repository.get_by_role("button", name="Delete").click()
+        expect(dialog.get_by_role("heading")).to_have_text("Delete model repository delete-me?")
+        page.screenshot(path=screenshot_path("catalog-delete-confirm-light-1100"))
+        dialog.get_by_role("button", name="Delete").click()
+        expect(repository).to_have_count(0)
+        assert (
+            _api(airflow, "GET", "/projects/demo/model-repositories/delete-me").status_code == 404
+        )
+
