@@ -14,13 +14,14 @@ from fastapi import APIRouter, Depends, FastAPI
 from plugins.api import (
     accounting_routes,
     catalog_routes,
+    compare_routes,
     lineage_routes,
     log_routes,
     metrics_routes,
     task_routes,
 )
 from plugins.api.errors import ERROR_RESPONSES, install_error_handlers
-from plugins.ui import accounting_pages, catalog_pages, pages, run_pages
+from plugins.ui import accounting_pages, catalog_pages, compare_pages, pages, run_pages
 
 API_PREFIX = "/api/v1"
 
@@ -41,11 +42,13 @@ def create_app() -> FastAPI:
     api.include_router(task_routes.router)
     api.include_router(log_routes.router)
     api.include_router(metrics_routes.router)
+    api.include_router(compare_routes.router)
     api.include_router(accounting_routes.router)
     app.include_router(api)
     app.include_router(pages.router, dependencies=[Depends(get_user)])
     app.include_router(catalog_pages.router, dependencies=[Depends(get_user)])
     app.include_router(accounting_pages.router, dependencies=[Depends(get_user)])
     app.include_router(run_pages.router, dependencies=[Depends(get_user)])
+    app.include_router(compare_pages.router, dependencies=[Depends(get_user)])
     install_error_handlers(app)
     return app

@@ -61,6 +61,8 @@ STATIC_FILES = {
     "common.js": (STATIC / "common.js", "text/javascript"),
     "logs.js": (STATIC / "logs.js", "text/javascript"),
     "charts.js": (STATIC / "charts.js", "text/javascript"),
+    "chart_theme.js": (STATIC / "chart_theme.js", "text/javascript"),
+    "compare.js": (STATIC / "compare.js", "text/javascript"),
     "smoothing.js": (STATIC / "smoothing.js", "text/javascript"),
     "task_form.js": (STATIC / "task_form.js", "text/javascript"),
     "task_detail.js": (STATIC / "task_detail.js", "text/javascript"),

@@ -20,6 +20,9 @@
   // The run a Stop was asked for (its id and what the stop answered): its banner says
   // "stopping" while it ends, then what it ended as.
   let stopping = null;
+  // The runs ticked for Compare: kept while the table is refreshed.
+  const comparing = new Set();
+  const COMPARED = { min: 2, max: 8 };
 
   async function send(method, url, body) {
     const answer = await fetch(url, {
@@ -71,6 +74,14 @@
       link.target = "_top";
       views.append(link, " ");
     }
+    const pick = element("input", undefined, "compare-pick");
+    pick.type = "checkbox";
+    pick.checked = comparing.has(run.id);
+    pick.setAttribute("aria-label", `compare ${runLabel(run)}`);
+    pick.addEventListener("change", () => {
+      if (pick.checked) comparing.add(run.id); else comparing.delete(run.id);
+      showCompare();
+    });
     const named = element("td", undefined, "run-label");
     const link = element("a", runLabel(run), "run-link");
     link.href = `${root}/ui/tasks/${page.dataset.task}/runs/${run.id}`;
@@ -87,10 +98,20 @@
       stop.addEventListener("click", () => stopRun(run, stop));
       actions.append(stop);
     }
-    row.append(named, state, element("td", duration(run)), cell(parametersOf(run)),
+    row.append(cell(pick), named, state, element("td", duration(run)), cell(parametersOf(run)),
                element("td", run.model_version === null ? "—" : `v${run.model_version}`), views, actions);
     return row;
   }
+
+  function showCompare() {
+    const compare = document.getElementById("compare-runs");
+    compare.disabled = comparing.size < COMPARED.min || comparing.size > COMPARED.max;
+    compare.title = compare.disabled ? `tick ${COMPARED.min} to ${COMPARED.max} runs` : "";
+  }
+
+  document.getElementById("compare-runs").addEventListener("click", () => {
+    window.location.href = `${root}/ui/compare?runs=${[...comparing].sort((a, b) => a - b).join(",")}`;
+  });
 
   async function showRuns() {
     let runs;

@@ -1,0 +1,185 @@
+// The comparison of runs (/ui/compare?runs=…): each run's final values, one chart per chart name
+// with a line per run (the legend names the runs), and for each task of the runs the trend of
+// its retraining runs' final values over time. The runs' parameters are rendered by the server;
+// "only the differing parameters" hides the others. Texts from the runs are only ever set as
+// text, or escaped in ECharts' HTML tooltips.
+"use strict";
+
+const page = document.getElementById("compare-page");
+const api = page.dataset.api;
+const runIds = page.dataset.runs;
+const $ = (id) => document.getElementById(id);
+const drawn = [];  // {chart, redraw()}: drawn anew when Airflow's theme changes
+const FEW_POINTS = 40;
+
+function notice(text, problem = false) {
+  $("notices").append(element("div", text, problem ? "notice problem" : "notice"));
+}
+
+function card(parent, title, subtitle) {
+  const box = element("article", undefined, "chart-card");
+  const heading = element("h2", title);
+  if (subtitle) heading.append(" ", element("span", subtitle, "muted"));
+  const plot = element("div", undefined, "plot");
+  box.append(heading, plot);
+  parent.append(box);
+  return { box, plot };
+}
+
+// A chart in ``plot`` of ``option()``; drawn anew in the new theme when Airflow's changes (a
+// theme set on a drawn chart can leave its legend laid out with the old one's text widths).
+function draw(plot, option) {
+  const entry = {
+    redraw: () => {
+      entry.chart?.dispose();
+      entry.chart = echarts.init(plot, chartTheme());
+      entry.chart.setOption(option());
+    },
+  };
+  entry.redraw();
+  drawn.push(entry);
+}
+
+// The axis tooltip: the x, then each run's value there (a run without a point there is left out).
+function axisTooltip(head) {
+  return (params) => {
+    const rows = params.filter((point) => Number.isFinite(point.value[1])).map((point) =>
+      `${point.marker}${escapeHtml(point.seriesName)} <b>${significant(point.value[1])}</b>`);
+    return [`<b>${escapeHtml(head(params[0].value[0], params[0]))}</b>`, ...rows].join("<br>");
+  };
+}
+
+// ---- final values -----------------------------------------------------------------------------
+
+function finalsTable(overview) {
+  const head = element("tr");
+  head.append(element("th", "chart · line"), ...overview.runs.map((run) => element("th", run.label)));
+  const rows = [head];
+  for (const chart of overview.charts) {
+    for (const line of chart.lines) {
+      const row = element("tr");
+      row.dataset.chart = chart.name;
+      row.append(element("th", chart.lines.length > 1 || line !== chart.name ? `${chart.name} · ${line}` : chart.name));
+      for (const run of overview.runs) {
+        const final = overview.finals[run.label]?.[chart.name]?.[line];
+        const value = element("td", final ? significant(final.value) : "—", final ? "number" : "muted");
+        if (final) value.title = `at ${chart.x} ${significant(final.x)}`;
+        row.append(value);
+      }
+      rows.push(row);
+    }
+  }
+  $("finals-table").tBodies[0].replaceChildren(...rows);
+  if (!overview.charts.length) notice("None of these runs declared any metrics (no metrics.json in METRICS of its first node).");
+}
+
+// ---- one chart, a line per run ----------------------------------------------------------------
+
+// A run's points of one line as [x, y], leaving out the x values only other runs have.
+function runPoints(xs, values) {
+  const points = [];
+  for (let i = 0; i < xs.length; i += 1) if (values[i] !== null) points.push([xs[i], values[i]]);
+  return points;
+}
+
+function comparedOption(data, labels) {
+  const palette = PALETTES[dark() ? "dark" : "light"];
+  const series = [];
+  labels.filter((label) => data.values[label]).forEach((label) => {
+    const index = labels.indexOf(label);
+    data.lines.forEach((line, lineIndex) => {
+      const values = data.values[label][line];
+      if (!values) return;
+      const points = runPoints(data.x, values);
+      series.push({
+        type: "line", name: data.lines.length > 1 ? `${label} · ${line}` : label, data: points,
+        color: palette[index % palette.length], showSymbol: points.length <= FEW_POINTS, symbolSize: 6,
+        animation: false, sampling: "lttb",
+        // a second line of the same run, and runs past the palette, are dashed
+        lineStyle: { type: lineIndex > 0 || index >= palette.length ? "dashed" : "solid" },
+      });
+    });
+  });
+  return {
+    legend: { top: 4, left: 8, right: 8, type: "scroll" },
+    tooltip: { trigger: "axis", formatter: axisTooltip((x) => `${data.x_name} ${significant(x)}`) },
+    grid: { left: 56, right: 24, top: 48, bottom: 64 },
+    xAxis: { type: "value", name: data.x_name, min: "dataMin", max: "dataMax", nameLocation: "middle", nameGap: 24 },
+    yAxis: { type: "value", scale: true },
+    dataZoom: [{ type: "inside", filterMode: "none" }, { type: "slider", filterMode: "none", height: 18, bottom: 6 }],
+    series,
+  };
+}
+
+async function comparedChart(chart, labels) {
+  const { box, plot } = card($("charts"), chart.description, chart.name);
+  box.dataset.chart = chart.name;
+  const data = await getJson(`${api}/compare/charts/${encodeURIComponent(chart.name)}?runs=${runIds}`);
+  const notes = [];
+  if (data.missing.length) notes.push(`not declared by ${data.missing.join(", ")}`);
+  if (data.downsampled) notes.push("downsampled, peaks kept");
+  if (notes.length) box.querySelector("h2").append(element("span", ` (${notes.join("; ")})`, "muted"));
+  draw(plot, () => comparedOption(data, labels));
+}
+
+// ---- the trend of a task's retraining runs ----------------------------------------------------
+
+function trendOption(lines) {
+  const series = Object.entries(lines).map(([line, points]) => ({
+    type: "line", name: line, showSymbol: true, symbolSize: 7, animation: false,
+    data: points.map((point) => ({ value: [Date.parse(utcUnlessZoned(point.started_at)), point.value], run: point.run_id })),
+  }));
+  return {
+    legend: { top: 4, left: 8, right: 8, type: "scroll" },
+    tooltip: { trigger: "axis", formatter: axisTooltip((x, first) => `${formatDateTime(new Date(x))} · run ${first.data.run}`) },
+    grid: { left: 56, right: 24, top: 48, bottom: 40 },
+    // retraining runs are hours or days apart: the labels always have the date
+    xAxis: { type: "time", axisLabel: timeLabels(Number.POSITIVE_INFINITY) },
+    yAxis: { type: "value", scale: true },
+    series,
+  };
+}
+
+async function taskTrend(taskId, taskName) {
+  const trend = await getJson(`${api}/tasks/${taskId}/trend`);
+  const section = $("trend");
+  const heading = element("h2", `Retraining trend of ${taskName}`);
+  heading.append(" ", element("span", "final values of its runs started by its schedule or a new dataset version", "muted"));
+  section.append(heading);
+  if (!trend.runs.length) {
+    section.append(element("p", `${taskName} has no scheduled or dataset-triggered run yet.`, "muted no-trend"));
+    return;
+  }
+  const cards = element("div", undefined, "charts");
+  cards.dataset.task = taskId;
+  section.append(cards);
+  for (const [chart, lines] of Object.entries(trend.charts)) {
+    const runs = new Set(Object.values(lines).flatMap((points) => points.map((point) => point.run_id)));
+    const { box, plot } = card(cards, chart, `${runs.size} of ${trend.runs.length} runs`);
+    box.dataset.trend = chart;
+    draw(plot, () => trendOption(lines));
+  }
+  if (!Object.keys(trend.charts).length) {
+    section.append(element("p", `The ${trend.runs.length} retraining runs of ${taskName} wrote no metrics.`, "muted no-trend"));
+  }
+}
+
+// ---- the page ---------------------------------------------------------------------------------
+
+$("only-differing").addEventListener("change", (event) => {
+  for (const row of document.querySelectorAll("#compare-table tr.parameter:not(.differs)")) row.hidden = event.target.checked;
+});
+
+async function load() {
+  const overview = await getJson(`${api}/compare?runs=${runIds}`);
+  finalsTable(overview);
+  const labels = overview.runs.map((run) => run.label);
+  await Promise.all(overview.charts.map((chart) => comparedChart(chart, labels)));
+  const tasks = new Map(overview.runs.map((run) => [run.task_id, run.task]));
+  for (const [taskId, name] of tasks) await taskTrend(taskId, name);
+  page.dataset.loaded = "true";
+}
+
+load().catch((error) => notice(error.message, true));
+document.addEventListener("octotrain:theme", () => { for (const entry of drawn) entry.redraw(); });
+window.addEventListener("resize", () => { for (const entry of drawn) entry.chart.resize(); });
