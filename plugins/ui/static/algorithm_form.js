@@ -1,5 +1,6 @@
-// The algorithm form: create (POST) or change (PATCH) an algorithm, its parameters edited as
-// rows of a table. Values are sent as typed by the declaration's type so that the API judges
+// The algorithm form: create (POST) or change (PATCH) an algorithm, its parameters and the charts
+// extracted from its train log (metric definitions: a chart name and a regex) edited as rows of
+// tables. Values are sent as typed by the declaration's type so that the API judges
 // them (a default "abc" of an int parameter is sent as text and refused with its rule, not
 // dropped); the API's problems are shown at their field or parameter row.
 "use strict";
@@ -12,7 +13,7 @@
   const form = document.getElementById("algorithm-form");
   const summary = document.getElementById("form-problems");
   const rows = document.querySelector("#parameters tbody");
-  const template = document.getElementById("parameter-row");
+  const metricRows = document.querySelector("#metric-definitions tbody");
   const collection = `${root}/api/v1/projects/${encodeURIComponent(project)}/algorithms`;
 
   // Text as a number when it is one, else as typed (the API says what the rule is).
@@ -32,11 +33,30 @@
     return value === null || value === undefined ? "" : String(value);
   }
 
-  // The error line under row ``index`` (data-error-for="parameters.<index>").
-  function renumber() {
-    [...rows.querySelectorAll("tr.parameter")].forEach((row, index) => {
-      row.nextElementSibling.querySelector(".field-error").dataset.errorFor = `parameters.${index}`;
+  // Each row of ``body`` has an error line under it, data-error-for="<field>.<index>", where the
+  // API's problems with that item are shown ("parameters.2.min" → "min: <rule>").
+  function renumber(body, field) {
+    [...body.querySelectorAll("tr:not(.row-error)")].forEach((row, index) => {
+      row.nextElementSibling.querySelector(".field-error").dataset.errorFor = `${field}.${index}`;
     });
+  }
+
+  // A new row of ``body`` from its <template id=templateId>, with its error line and Remove.
+  function appendRow(body, templateId, field) {
+    const row = document.getElementById(templateId).content.firstElementChild.cloneNode(true);
+    const errors = element("tr", undefined, "row-error");
+    const errorCell = element("td");
+    errorCell.colSpan = row.children.length;
+    errorCell.append(element("p", undefined, "field-error"));
+    errors.append(errorCell);
+    row.querySelector(".remove-row").addEventListener("click", () => {
+      errors.remove();
+      row.remove();
+      renumber(body, field);
+    });
+    body.append(row, errors);
+    renumber(body, field);
+    return row;
   }
 
   function showTypeFields(row) {
@@ -50,12 +70,7 @@
   }
 
   function addRow(declaration = {}) {
-    const row = template.content.firstElementChild.cloneNode(true);
-    const errors = element("tr", undefined, "row-error");
-    const errorCell = element("td");
-    errorCell.colSpan = row.children.length;
-    errorCell.append(element("p", undefined, "field-error"));
-    errors.append(errorCell);
+    const row = appendRow(rows, "parameter-row", "parameters");
     const field = (name) => row.querySelector(`[name=p-${name}]`);
     field("name").value = shown(declaration.name);
     field("type").value = declaration.type || "string";
@@ -67,15 +82,26 @@
     field("required").checked = Boolean(declaration.required);
     field("description").value = shown(declaration.description);
     field("type").addEventListener("change", () => showTypeFields(row));
-    row.querySelector(".remove-parameter").addEventListener("click", () => {
-      errors.remove();
-      row.remove();
-      renumber();
-    });
-    rows.append(row, errors);
     showTypeFields(row);
-    renumber();
     return row;
+  }
+
+  // A chart's row shows its name and regex; what else a saved definition says (x, ys,
+  // description, smooth: set through the API) is kept as it was.
+  const kept = new WeakMap();
+
+  function addMetricRow(definition = {}) {
+    const row = appendRow(metricRows, "metric-row", "metric_definitions");
+    const { name = "", regex = "", ...rest } = definition;
+    row.querySelector("[name=m-name]").value = name;
+    row.querySelector("[name=m-regex]").value = regex;
+    kept.set(row, rest);
+    return row;
+  }
+
+  function definitionOf(row) {
+    // The regex as typed (spaces may be part of it); the name trimmed as other names are.
+    return { ...kept.get(row), name: row.querySelector("[name=m-name]").value.trim(), regex: row.querySelector("[name=m-regex]").value };
   }
 
   function declarationOf(row) {
@@ -122,6 +148,7 @@
       command: value("command").split("\n").map((part) => part.trim()).filter((part) => part !== ""),
       env: environmentOf(value("env")),
       parameters: [...rows.querySelectorAll("tr.parameter")].map(declarationOf),
+      metric_definitions: [...metricRows.querySelectorAll("tr.metric")].map(definitionOf),
     };
   }
 
@@ -152,8 +179,10 @@
     form.elements.namedItem("command").value = saved.command.join("\n");
     form.elements.namedItem("env").value = Object.entries(saved.env).map(([name, value]) => `${name}=${value}`).join("\n");
     for (const declaration of saved.parameters) addRow(declaration);
+    for (const definition of saved.metric_definitions || []) addMetricRow(definition);
   }
   document.getElementById("add-parameter").addEventListener("click", () => addRow().querySelector("[name=p-name]").focus());
+  document.getElementById("add-metric").addEventListener("click", () => addMetricRow().querySelector("[name=m-name]").focus());
   form.addEventListener("submit", save);
   page.dataset.ready = "true";
 })();

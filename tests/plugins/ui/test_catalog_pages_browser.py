@@ -277,3 +277,51 @@ def test_delete_through_the_dialog_says_what_still_uses_an_object(airflow: LiveA
             _api(airflow, "GET", "/projects/demo/model-repositories/delete-me").status_code == 404
         )
 
+
+def test_an_algorithms_charts_from_its_train_log_are_edited_in_its_form(
+    airflow: LiveAirflow,
+) -> None:
+    """A chart's regex that does not compile, then one that could backtrack without end, is
+    refused at its row, in view; a good one is saved with the algorithm and shown again."""
+    document = {"name": "charted-algo", "image": "python:3.11-slim", "sample_type": "table",
+                "command": ["python", "-c", "print('loss=0.5')"]}  # fmt: skip
+    made = _api(airflow, "POST", "/projects/demo/algorithms", json=document)
+    assert made.status_code == 201, made.text
+    for scheme, width in (("dark", 1100), ("light", 1600)):
+        with chromium() as browser:
+            context = browser.new_context(viewport={"width": width, "height": 800})
+            page = signed_in(context, airflow)
+            page.emulate_media(color_scheme=scheme)
+            page.goto(f"{airflow.url}/plugin/octotrain-tasks")
+            console = _console(page)
+            _section(page, console, "algorithms")
+            console.get_by_role("link", name="charted-algo").click()
+            form = console.locator("#algorithm-page[data-ready=true] #algorithm-form")
+            if scheme == "dark":
+                form.get_by_role("button", name="Add chart").click()
+            row = form.locator("tr.metric").first
+            error = form.locator("[data-error-for='metric_definitions.0']")
+            row.get_by_label("Chart name").fill("loss")
+            for regex, rule in ((r"loss=(\d+", "does not compile: missing )"),
+                                (r"(a+)+loss=(\d+)", "repeats a repeat (such as (a+)+)")):  # fmt: skip
+                row.get_by_label("Regex").fill(regex)
+                form.get_by_role("button", name="Save").click()
+                expect(error).to_contain_text(f"regex: {rule}")
+                expect(error).to_be_in_viewport()
+                expect(row).to_be_in_viewport()
+            page.screenshot(
+                path=screenshot_path(f"catalog-algorithm-charts-refused-{scheme}-{width}")
+            )
+            row.get_by_label("Regex").fill("loss=([0-9.e-]+)")
+            form.get_by_role("button", name="Save").click()
+            expect(console.locator("tr[data-algorithm=charted-algo]")).to_be_visible()
+            saved = _api(airflow, "GET", "/projects/demo/algorithms/charted-algo").json()
+            assert [(item["name"], item["regex"]) for item in saved["metric_definitions"]] == [
+                ("loss", "loss=([0-9.e-]+)")
+            ]
+            console.get_by_role("link", name="charted-algo").click()
+            expect(form.locator("tr.metric").first.get_by_label("Regex")).to_have_value(
+                "loss=([0-9.e-]+)"
+            )
+            form.locator("#metric-definitions").scroll_into_view_if_needed()
+            page.screenshot(path=screenshot_path(f"catalog-algorithm-charts-{scheme}-{width}"))
