@@ -41,11 +41,12 @@ def new_run(
     trigger: str = "manual",
     started_at: datetime = START,
 ) -> int:
-    """A finished run of one node that wrote ``charts`` (name → (meta, points)) in its folder."""
+    """A run of one node, an hour long, that wrote ``charts`` (name → (meta, points))."""
     key = run_key(f"{trigger}__{name}")
     with default_catalog().session() as session:
         run = Run(task_id=task_id, airflow_run_id=f"{trigger}__{name}", node_count=1,
                   state=RunState.SUCCESS, trigger=trigger, started_at=started_at,
+                  ended_at=started_at + timedelta(hours=1),
                   plan={"run_key": key, "node_indices": ["single-0"],
                         "parameters": parameters or {}})  # fmt: skip
         session.add(run)
