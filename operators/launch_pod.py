@@ -387,6 +387,8 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         self._restarts.note(self.node_index, f"{ended}; {done}")
         self.log.warning("node %s: %s", self.node_index, done)
         self._retire_pod()
+        # The provider builds and creates a pod only where it holds none.
+        self.pod = self.pod_request_obj = self.remote_pod = None
         return self.execute(context)
 
     def _retire_pod(self) -> None:

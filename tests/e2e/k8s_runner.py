@@ -197,16 +197,25 @@ def setup() -> dict[str, int]:
             node_count=1,
             hang_detection={"after_seconds": 2},
         ),
-        "restarted": add_task(
-            catalog, name="restarted", algorithm="checkpoints-every-step", parameters={}
-        ),
-        "restart-limit": add_task(
-            catalog,
-            name="restart-limit",
-            algorithm="checkpoints-every-step",
-            parameters={},
-            max_node_restarts=1,
-        ),
+        **{
+            f"restarted{mode}": add_task(
+                catalog,
+                name=f"restarted{mode}",
+                algorithm="checkpoints-every-step",
+                parameters={},
+            )
+            for mode in ("", "-sync")
+        },
+        **{
+            f"restart-limit{mode}": add_task(
+                catalog,
+                name=f"restart-limit{mode}",
+                algorithm="checkpoints-every-step",
+                parameters={},
+                max_node_restarts=1,
+            )
+            for mode in ("", "-sync")
+        },
         "concurrent-failure-sync": add_task(
             catalog,
             name="concurrent-failure-sync",

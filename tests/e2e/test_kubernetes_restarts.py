@@ -43,10 +43,22 @@ def tasks(cluster: Cluster) -> dict[str, int]:
     return dict(found[0]["tasks"])
 
 
+@pytest.fixture(params=["deferrable", "synchronous"])
+def mode(request: pytest.FixtureRequest) -> str:
+    """Launch tasks that defer (their triggers see a restart) or follow their pods themselves
+    (their restart watchers do)."""
+    return str(request.param)
+
+
 @pytest.fixture
-def env(cluster: Cluster) -> Iterator[dict[str, str]]:
+def env(cluster: Cluster, mode: str) -> Iterator[dict[str, str]]:
     """Checkpoints synced every half second, so that an eviction finds one to go on from."""
-    yield cluster.env | {"OCTOTRAIN_CHECKPOINT_SYNC_SECONDS": "0.5"}
+    yield cluster.env_for(mode) | {"OCTOTRAIN_CHECKPOINT_SYNC_SECONDS": "0.5"}
+
+
+def _task(name: str, mode: str) -> str:
+    """The task of a scenario in a mode (a run per task: ``prepare`` names it after it)."""
+    return name if mode == "deferrable" else f"{name}-sync"
 
 
 def _prepare(cluster: Cluster, task: str, env: dict[str, str]) -> Path:
@@ -99,9 +111,11 @@ def test_a_node_evicted_mid_training_restarts_the_run_from_its_checkpoints(
     cluster: Cluster,
     tasks: dict[str, int],
     env: dict[str, str],
+    mode: str,
 ) -> None:
     assert cluster.emulator is not None
-    plan = _prepare(cluster, "restarted", env)
+    task = _task("restarted", mode)
+    plan = _prepare(cluster, task, env)
     workers = {node: launch_in_background(cluster, plan, node, 1, env) for node in NODES}
     evicted = _checkpointed_pod(cluster, plan, "distributed-1", 40, workers)  # half way
     cluster.emulator.evict(evicted, NAMESPACE)
@@ -109,7 +123,7 @@ def test_a_node_evicted_mid_training_restarts_the_run_from_its_checkpoints(
     assert all(worker.returncode == 0 for worker in workers.values()), outputs
     collected = cluster.runner("collect", str(plan), env=env)
     assert results_of(collected) == [{"failed_nodes": []}], collected.stderr[-4000:]
-    result = {"task_id": tasks["restarted"], "run": {"run_key": _objects(plan).run_key}}
+    result = {"task_id": tasks[task], "run": {"run_key": _objects(plan).run_key}}
     for node in NODES:
         train = stored(cluster, result, names(result, node).train)
         started_at = [int(line.rsplit(" ", 1)[1]) for line in train.splitlines()
@@ -124,20 +138,43 @@ def test_a_node_evicted_mid_training_restarts_the_run_from_its_checkpoints(
     assert "failure class lost" in lost
     other = stored(cluster, result, names(result, "distributed-0").supplemental)
     assert "stopped to be started again with every node" in other
-    model = cluster.root / "fetched" / "restarted-model.txt"
+    model = cluster.root / "fetched" / f"{task}-model.txt"
     cluster.store.get_file(f"{_objects(plan).output('distributed-0')}/model.txt", model)
     assert model.read_text() == "weights after 80 steps"  # as an uninterrupted run's
-    assert len(cluster.created_for(tasks["restarted"])) == 4  # each node's pod, twice
-    assert cluster.pods_of(tasks["restarted"]) == []
+    assert len(cluster.created_for(tasks[task])) == 4  # each node's pod, twice
+    assert cluster.pods_of(tasks[task]) == []
+
+
+def test_a_training_that_fails_on_its_own_is_not_started_again(
+    cluster: Cluster,
+    tasks: dict[str, int],
+    env: dict[str, str],
+    mode: str,
+) -> None:
+    task = _task("concurrent-failure", mode)
+    plan = _prepare(cluster, task, env)  # rank 0 exits 3 after 2 s
+    outputs = _ended({node: launch_in_background(cluster, plan, node, 1, env) for node in NODES})
+    collected = cluster.runner("collect", str(plan), env=env)
+    assert results_of(collected) == [{"failed_nodes": list(NODES)}], (outputs, collected.stderr)
+    result = {"task_id": tasks[task], "run": {"run_key": _objects(plan).run_key}}
+    failed = stored(cluster, result, names(result, "distributed-0").supplemental)
+    assert failed.startswith("node distributed-0 failed with exit code 3")
+    assert "failure class training: the training failed on its own (not retried)" in failed
+    stopped = stored(cluster, result, names(result, "distributed-1").supplemental)
+    assert "failure class stopped: stopped (not retried)" in stopped
+    assert len(cluster.created_for(tasks[task])) == 2  # no pod started again
+    assert not cluster.store.list(f"{_objects(plan).prefix}/restarts/")
 
 
 def test_the_task_s_restart_limit_is_honoured(
     cluster: Cluster,
     tasks: dict[str, int],
     env: dict[str, str],
+    mode: str,
 ) -> None:
     assert cluster.emulator is not None
-    plan = _prepare(cluster, "restart-limit", env)  # max_node_restarts: 1
+    task = _task("restart-limit", mode)
+    plan = _prepare(cluster, task, env)  # max_node_restarts: 1
     workers = {node: launch_in_background(cluster, plan, node, 1, env) for node in NODES}
     first = _checkpointed_pod(cluster, plan, "distributed-1", 5, workers)
     cluster.emulator.preempt(first, NAMESPACE)
@@ -147,7 +184,7 @@ def test_the_task_s_restart_limit_is_honoured(
     assert all(worker.returncode != 0 for worker in workers.values()), outputs
     collected = cluster.runner("collect", str(plan), env=env)
     assert results_of(collected) == [{"failed_nodes": list(NODES)}], collected.stderr[-4000:]
-    result = {"task_id": tasks["restart-limit"], "run": {"run_key": _objects(plan).run_key}}
+    result = {"task_id": tasks[task], "run": {"run_key": _objects(plan).run_key}}
     lost = stored(cluster, result, names(result, "distributed-1").supplemental)
     assert lost.startswith("node distributed-1 was evicted by Kubernetes"), lost
     # The first loss, restarted: a preempted pod is deleted (its DisruptionTarget with it).
