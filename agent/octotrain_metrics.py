@@ -51,8 +51,11 @@ class MetricsWriter:
         description: str = "",
         smooth: bool = False,
         with_timestamp: bool = False,
+        total: float | None = None,
     ) -> None:
-        """Declare (or redeclare) chart ``name``; at most 6 charts, 1-2 y axes, 0-4 series."""
+        """Declare (or redeclare) chart ``name``; at most 6 charts, 1-2 y axes, 0-4 series.
+        ``total``: the x at which the training ends, so that its progress and ETA show (unless
+        it writes ``progress.json``, ``MetricsWriter.progress``)."""
         if name not in self._metas and len(self._metas) >= MAX_CHARTS:
             raise ValueError(f"at most {MAX_CHARTS} charts may be declared")
         if not 1 <= len(ys) <= 2:
@@ -77,11 +80,23 @@ class MetricsWriter:
         }
         if series:
             meta["series"] = list(series)
+        if total is not None:
+            if isinstance(total, bool) or not 0 < total < float("inf"):
+                raise ValueError(f"total {total!r}: the x at which the training ends, above 0")
+            meta["total"] = total
         self._metas[name] = meta
         document = {"id": self.task_id, "metas": list(self._metas.values())}
         partial = self.folder / ".metrics.json.partial"
         partial.write_text(json.dumps(document, ensure_ascii=False, indent=2), encoding="utf-8")
         partial.replace(self.folder / "metrics.json")
+
+    def progress(self, current: float, total: float | None = None) -> None:
+        """Say how far the training is (``$METRICS/progress.json``, rewritten whole): the
+        run's pages and API show the percent and an estimate of when it ends."""
+        document = {"current": current} | ({} if total is None else {"total": total})
+        partial = self.folder / ".progress.json.partial"
+        partial.write_text(json.dumps(document), encoding="utf-8")
+        partial.replace(self.folder / "progress.json")
 
     def log(self, name: str, **values: float) -> None:
         """Append one point of chart ``name``, keyed by the names declared for it."""

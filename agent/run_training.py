@@ -42,6 +42,9 @@ training runs and writes the charts the definitions' regexes find in it to ``$ME
 With ``--hang-after-seconds`` the wrapper reports a training whose log and ``METRICS`` have
 not advanced that long while it runs (``hang_watch.py``); with ``--stop-when-hung`` it stops it
 as the time limit does, records ``hung`` in the exit file and exits with status 122.
+
+With ``--phase-file`` the wrapper records the node's phase (``training``, then ``uploading``)
+and with ``--progress-file`` it samples the training's progress there (``node_progress.py``).
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ from typing import Any, BinaryIO
 
 from hang_watch import HUNG_EXIT_STATUS, watch_for_hangs
 from log_metrics import LogMetricsExtractor, LogMetricsFollower
+from node_progress import TrainingPhases
 from resource_monitor import ResourceMonitor
 
 # The wrapper's exit status when the training reached --max-training-seconds (the launchers
@@ -71,6 +75,8 @@ from resource_monitor import ResourceMonitor
 TIME_LIMIT_EXIT_STATUS = 124
 # How often the train log is read for metric definitions: the charts lag it by at most this.
 METRIC_EXTRACTION_SECONDS = 0.5
+# How often the training's progress is sampled (node_progress.py).
+PROGRESS_SAMPLE_SECONDS = 2.0
 
 
 def _stamp() -> str:
@@ -107,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--user", type=int)
     parser.add_argument("--group", type=int)
     parser.add_argument("--metric-extraction", type=json.loads, default=[])
+    parser.add_argument("--phase-file", type=Path)
+    parser.add_argument("--progress-file", type=Path)
     parser.add_argument("--hang-after-seconds", type=float)
     parser.add_argument("--stop-when-hung", action="store_true")
     parser.add_argument("--hang-report", type=Path)
@@ -157,6 +165,14 @@ def main(argv: list[str] | None = None) -> int:
     if monitor is not None:
         monitor.start()
     extraction = _metric_extraction(args.metric_extraction, args.train_log, args.sidecar_log)
+    phases = TrainingPhases(
+        phase_file=args.phase_file,
+        samples=args.progress_file,
+        metrics=os.environ.get("METRICS"),
+        every=PROGRESS_SAMPLE_SECONDS,
+    )
+    for problem in phases.started():
+        _control(args.sidecar_log, problem)
     hang = watch_for_hangs(
         hang_after_seconds=args.hang_after_seconds,
         stop_when_hung=args.stop_when_hung,
@@ -179,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
         monitor.stop()
     if extraction is not None:
         _stop_extraction(extraction, args.sidecar_log)
+    for problem in phases.ended():
+        _control(args.sidecar_log, problem)
     status = 128 - code if code < 0 else code
     _control(args.sidecar_log, f"training process exited with status {status}")
     exits.record({"exit_status": status})

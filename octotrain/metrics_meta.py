@@ -9,6 +9,7 @@ the valid ones are kept, and every problem is named by its place in the file
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +40,9 @@ class ChartMeta:
     description: str
     smooth: bool = False
     with_timestamp: bool = False
+    # The x at which the training ends: the chart then gives the training's progress
+    # (octotrain/node_progress.py), unless $METRICS/progress.json does.
+    total: float | None = None
 
     @property
     def lines(self) -> list[str]:
@@ -144,9 +148,15 @@ def _chart(meta: Any, where: str) -> tuple[ChartMeta | None, list[FieldProblem]]
     with_timestamp = _flag(meta, "with_timestamp", where, problems)
     if x and x in (series or ys):
         problems.append(FieldProblem(f"{where}.x", f"'{x}' is also a line of the chart"))
+    total = meta.get("total")
+    if total is not None and (
+        isinstance(total, bool) or not isinstance(total, int | float) or not 0 < total < math.inf
+    ):
+        problems.append(FieldProblem(f"{where}.total", f"{_shown(total)} must be a number above 0"))
     if problems:
         return None, problems
-    chart = ChartMeta(chart_name, x, ys, series, str(description), smooth, with_timestamp)
+    chart = ChartMeta(chart_name, x, ys, series, str(description), smooth, with_timestamp,
+                      None if total is None else float(total))  # fmt: skip
     return chart, []
 
 

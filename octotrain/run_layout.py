@@ -5,7 +5,8 @@ Local folder of a run (``<runs_dir>/<task id>/<run key>/``)::
     logs/                       the product's log files of every node (DESIGN.md)
     nodes/<node index>/         MODEL, DATASET, MOUNTS, OUTPUT, METRICS, CHECKPOINT, the resource
                                 samples (resources.jsonl) and the wrapper's report of how the
-                                training ended (exit.json) of one node
+                                training ended (exit.json) of one node, its phase
+                                (phase.json) and progress samples (progress.jsonl)
     outcomes/<node index>.json  how each node ended, written by its launch
     ABORT                       raised when one node fails: every other node stops
 
@@ -21,6 +22,8 @@ In the object store (``RunObjects``, spelled here only)::
         exits/<node>.json       how the node's training ended (its wrapper's report)
         exits/<node>.hang.json  while the node's training looks hung, its wrapper's report
                                 (octotrain/hang_detection.py)
+        phases/<node>.json      the node's phase (octotrain/node_progress.py)
+        progress/<node>.jsonl   its training's progress samples
         checkpoints/<node>/<version>/<file>
                                 every synced version of each file of the node's CHECKPOINT
                                 (octotrain/checkpoints.py)
@@ -40,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from octotrain.contracts import NodeFolders, NodeLogNames
+from octotrain.node_progress import PHASE_FILE, PROGRESS_SAMPLES_FILE
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,12 @@ class RunObjects:
     def hang_report(self, node_index: str) -> str:
         return f"{self.prefix}/exits/{node_index}.hang.json"
 
+    def phase(self, node_index: str) -> str:
+        return f"{self.prefix}/phases/{node_index}.json"
+
+    def progress(self, node_index: str) -> str:
+        return f"{self.prefix}/progress/{node_index}.jsonl"
+
     def checkpoints(self, node_index: str) -> str:
         """The synced versions of node ``node_index``'s checkpoint files."""
         return f"{self.prefix}/checkpoints/{node_index}"
@@ -134,6 +144,14 @@ class RunLayout:
     def exit_path(self, node_index: str) -> Path:
         """How the node's training ended, as its wrapper reported it (agent/run_training.py)."""
         return self.run_dir / "nodes" / node_index / "exit.json"
+
+    def phase_path(self, node_index: str) -> Path:
+        """The node's phase (``octotrain.node_progress``)."""
+        return self.run_dir / "nodes" / node_index / PHASE_FILE
+
+    def progress_path(self, node_index: str) -> Path:
+        """Its training's progress samples, as its wrapper took them."""
+        return self.run_dir / "nodes" / node_index / PROGRESS_SAMPLES_FILE
 
     def log_names(self, node_index: str) -> NodeLogNames:
         return NodeLogNames(task_id=self.task_id, node_index=node_index)

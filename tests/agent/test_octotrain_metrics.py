@@ -2,6 +2,7 @@ import json
 from pathlib import Path
 
 import pytest
+from node_progress import read_progress
 
 from agent.octotrain_metrics import MetricsWriter
 from octotrain.metrics import chart_names, final_values, read_points
@@ -68,3 +69,17 @@ def test_torn_and_non_numeric_lines_are_skipped_and_counted(tmp_path: Path) -> N
     points, skipped = read_points(path)
     assert points == [{"step": 1, "loss": 0.5}]
     assert skipped == 2
+
+
+def test_the_writer_declares_a_total_and_reports_progress(tmp_path: Path) -> None:
+    writer = MetricsWriter(tmp_path)
+    writer.declare("loss", x="step", ys=["loss"], total=100)
+    assert parse_meta((tmp_path / "metrics.json").read_text()).charts[0].total == 100.0
+    writer.log("loss", step=30, loss=0.5)
+    assert read_progress(tmp_path) == (30.0, 100.0)
+    writer.progress(3, 10)
+    assert json.loads((tmp_path / "progress.json").read_text()) == {"current": 3, "total": 10}
+    assert read_progress(tmp_path) == (3.0, 10.0)
+    for bad in (0, -5, True):
+        with pytest.raises(ValueError, match="the x at which the training ends"):
+            writer.declare("loss", x="step", ys=["loss"], total=bad)

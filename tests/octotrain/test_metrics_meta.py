@@ -100,3 +100,13 @@ def test_the_sidecar_report(tmp_path: Path) -> None:
     ]
     (tmp_path / "metrics.json").write_text(json.dumps({"metas": [meta()]}))
     assert meta_report(tmp_path) == []
+
+
+def test_a_chart_may_declare_the_total_its_x_reaches() -> None:
+    """The training's progress when it writes no progress.json (octotrain/node_progress.py)."""
+    parsed = parse_meta(json.dumps({"id": "7", "metas": [meta(total=1000), meta(name="b")]}))
+    assert [chart.total for chart in parsed.charts] == [1000.0, None]
+    for bad in (0, -1, "1000", True, [1]):
+        assert problems_of(meta(total=bad)) == [
+            f"metas[0].total: {json.dumps(bad)} must be a number above 0"
+        ]
