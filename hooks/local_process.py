@@ -109,6 +109,7 @@ class LocalNodeProcess:
         metric_extraction: list[str] | None = None,
         hang_after_seconds: int | None = None,
         stop_when_hung: bool = False,
+        progress: list[str] | None = None,
     ) -> None:
         self.command = command
         self.resources = resources
@@ -124,6 +125,7 @@ class LocalNodeProcess:
         self.hang_after_seconds, self.stop_when_hung = hang_after_seconds, stop_when_hung
         # While the wrapper finds the training hung, its report (``agent/hang_watch.py``).
         self.hang_report = exit_file.with_name(f"{exit_file.stem}.hang.json")
+        self.progress = progress or []  # the wrapper's phase and progress files
         self._process: subprocess.Popen[bytes] | None = None
         self._killed_after_grace: float | None = None
 
@@ -165,6 +167,7 @@ class LocalNodeProcess:
                 stop_when_hung=self.stop_when_hung,
                 report=str(self.hang_report),
             ),
+            *self.progress,
             "--",
             *self.command,
         ]

@@ -29,12 +29,14 @@ from hooks.checkpoint_sync import CheckpointSync, restore_checkpoint
 from hooks.local_process import AGENT_DIR
 from hooks.node_cache import NodeCache
 from hooks.run_files import write_text
+from hooks.run_progress import StagingPhase, phase_file_sink, phase_store_sink, record_phase
 from hooks.staging import stage_inputs
 from octotrain.contracts import METRICS_META_FILE, NodeFolders, NodeLogNames
 from octotrain.hang_detection import HANG_REPORT_FILE
 from octotrain.input_sources import StageSource
 from octotrain.manifests import manifest_of
 from octotrain.metrics_meta import meta_report
+from octotrain.node_progress import PHASE_FILE, PROGRESS_SAMPLES_FILE, Phase
 from octotrain.run_layout import RunObjects, node_cache_holder
 from octotrain.storage import ObjectNotFound, ObjectStore
 
@@ -97,7 +99,10 @@ def stage_pod_node(
         sources = _sources(document["data"]), _sources(document["models"])
         cache = NodeCache(cache_dir, max_bytes=cache_max_bytes)
         holder = node_cache_holder(prefix, node_index)
-        stage_inputs(store, cache, folders, sources, note, holder=holder)
+        objects = RunObjects.from_prefix(prefix)
+        staging = StagingPhase(phase_store_sink(store, objects.phase(node_index)))
+        stage_inputs(store, cache, folders, sources, note, holder=holder,
+                     on_bytes=staging.bytes_done)  # fmt: skip
         restored = restore_checkpoint(
             store,
             sources=[RunObjects.from_prefix(p) for p in document.get("checkpoint_sources", [])],
@@ -107,6 +112,7 @@ def stage_pod_node(
         )
         note(restored.in_words() if restored else "no checkpoint to restore: CHECKPOINT is empty")
         note(f"data preparation finished for node {node_index}")
+        staging.finished()
     except Exception as error:
         note(f"ERROR staging failed: {error}")
         raise
@@ -182,6 +188,13 @@ class NodeSync:
         resources = self.work / "resources.jsonl"
         if resources.is_file():
             self._changed(resources, f"{self.prefix}/resources/{self.node_index}.jsonl")
+        objects = RunObjects.from_prefix(self.prefix)
+        for path, key in (
+            (self.work / PHASE_FILE, objects.phase(self.node_index)),
+            (self.work / PROGRESS_SAMPLES_FILE, objects.progress(self.node_index)),
+        ):
+            if path.is_file():
+                self._changed(path, key)
         self._sync_hang_report()
         self.checkpoints.sync()
 
@@ -231,6 +244,8 @@ class NodeSync:
                 failures += 1
                 self.note(f"sync failed ({failures} in a row): {error}")
         self._final_upload(exit_file)
+        record_phase(phase_file_sink(self.work / PHASE_FILE), Phase.DONE)
+        self.sync()
         done_file.write_text("uploaded\n")
         self._release_inputs()
         stopping.wait()

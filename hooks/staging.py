@@ -51,16 +51,21 @@ class StageReport:
     seconds: float
 
 
-class _Progress:
-    """Bytes done of one input, noted at most every few seconds (threads add to it)."""
+BytesDone = Callable[[int, int], None]
 
-    def __init__(self, name: str, total: int, note: Note) -> None:
-        self.name, self.total, self.note = name, total, note
+
+class _Progress:
+    """Bytes done of one input, noted at most every few seconds (threads add to it), and
+    counted into the node's whole download (``overall``)."""
+
+    def __init__(self, name: str, total: int, note: Note, overall: _Overall) -> None:
+        self.name, self.total, self.note, self.overall = name, total, note, overall
         self.done = 0
         self.started = self.last = time.monotonic()
         self.lock = threading.Lock()
 
     def add(self, count: int) -> None:
+        self.overall.add(count)
         with self.lock:
             self.done += count
             now = time.monotonic()
@@ -76,6 +81,23 @@ class _Progress:
         )
 
 
+class _Overall:
+    """Bytes done of everything a node downloads, told to ``on_bytes`` (done, total) as they
+    come (its phase's progress; the listener decides how often it records it)."""
+
+    def __init__(self, total: int, on_bytes: BytesDone | None) -> None:
+        self.total, self.on_bytes = total, on_bytes
+        self.done = 0
+        self.lock = threading.Lock()
+
+    def add(self, count: int) -> None:
+        if self.on_bytes is None:
+            return
+        with self.lock:
+            self.done += count
+            self.on_bytes(self.done, self.total)
+
+
 def stage_inputs(
     store: ObjectStore,
     cache: NodeCache,
@@ -84,16 +106,18 @@ def stage_inputs(
     note: Note,
     *,
     holder: str,
+    on_bytes: BytesDone | None = None,
 ) -> list[StageReport]:
     """Give a node its data inputs in ``DATASET`` and its input models in ``MODEL``: the one
-    layout of both launchers (a process's run folder, a pod's work folder)."""
+    layout of both launchers (a process's run folder, a pod's work folder); ``on_bytes`` hears
+    of the download's bytes done of its total."""
     data, models = sources
     targets = [
         StageTarget(folders.dataset, data),
         # One input version: its files are MODEL itself; several: one sub-folder each.
         StageTarget(folders.model, models, whole=len(models) == 1),
     ]
-    return stage_node(store, cache, targets, note, holder=holder)
+    return stage_node(store, cache, targets, note, holder=holder, on_bytes=on_bytes)
 
 
 def stage_node(
@@ -104,6 +128,7 @@ def stage_node(
     *,
     holder: str,
     workers: int = 8,
+    on_bytes: BytesDone | None = None,
 ) -> list[StageReport]:
     """Give each target its inputs; the entries used are pinned for ``holder`` (the run's
     node) until it unpins them."""
@@ -127,10 +152,13 @@ def stage_node(
     cache.make_room(needed, keep={source.digest for source in sources})
     if needed:
         note(f"downloading {human_bytes(needed)} for {len(missing)} input(s) into {cache.root}")
+    overall = _Overall(needed, on_bytes)
+    overall.add(0)
     reports = []
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for source in sources:
-            reports.append(_stage_entry(store, cache, pool, source, note, source.digest in valid))
+            valid_now = source.digest in valid
+            reports.append(_stage_entry(store, cache, pool, source, note, valid_now, overall))
     for target in targets:
         if target.sources:
             expose(cache.view(parts[id(target)]), target.path)
@@ -177,6 +205,7 @@ def _stage_entry(
     source: StageSource,
     note: Note,
     reused: bool,
+    overall: _Overall,
 ) -> StageReport:
     """Fill the entry of ``source`` unless it was ``reused`` (found valid, and pinned since)."""
     started = time.monotonic()
@@ -192,7 +221,7 @@ def _stage_entry(
             )
             folder = cache.incoming(source.digest)
             try:
-                _download(store, pool, source, folder, _Progress(source.name, size, note))
+                _download(store, pool, source, folder, _Progress(source.name, size, note, overall))
                 cache.commit(source.digest, folder, source.manifest)
             except BaseException:
                 discard(folder)

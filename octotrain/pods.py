@@ -47,6 +47,7 @@ from octotrain.hang_detection import wrapper_arguments as hang_arguments
 from octotrain.kubernetes_config import KubernetesConfig
 from octotrain.metric_definitions import extraction_arguments
 from octotrain.mount_volumes import kubernetes_mounts
+from octotrain.node_progress import PHASE_FILE, PROGRESS_SAMPLES_FILE, wrapper_arguments
 from octotrain.planning import RunPlan
 from octotrain.time_limits import active_deadline_seconds
 
@@ -61,6 +62,8 @@ EXIT_FILE = f"{WORK_DIR}/exit-code"
 UPLOAD_DONE_FILE = f"{WORK_DIR}/upload-done"
 SYNC_READY_FILE = f"{WORK_DIR}/sync-ready"
 RESOURCES_FILE = f"{WORK_DIR}/resources.jsonl"
+NODE_PHASE_FILE = f"{WORK_DIR}/{PHASE_FILE}"  # the sidecar syncs both (hooks/pod_node.py)
+NODE_PROGRESS_FILE = f"{WORK_DIR}/{PROGRESS_SAMPLES_FILE}"
 LABEL_TASK = "octotrain.io/task"
 LABEL_RUN = "octotrain.io/run"
 LABEL_NODE = "octotrain.io/node"
@@ -222,6 +225,8 @@ def node_pod(plan: RunPlan, node_index: str, settings: PodSettings) -> dict[str,
                         "--stop-grace-seconds",
                         str(training_grace_seconds(settings.stop_grace_seconds)),
                         *_training_limit(plan), *extraction_arguments(plan.metric_extraction),
+                        *wrapper_arguments(phase_file=NODE_PHASE_FILE,
+                                           progress_file=NODE_PROGRESS_FILE),
                         *hang_arguments(plan.hang_after_seconds,
                                         stop_when_hung=plan.stop_when_hung,
                                         report=f"{WORK_DIR}/{HANG_REPORT_FILE}"),

@@ -34,12 +34,14 @@ from hooks.local_process import (
 )
 from hooks.node_confinement import Confinement, confine_node
 from hooks.object_store import default_object_store
+from hooks.run_progress import phase_file_sink, record_phase
 from hooks.run_restarts import LocalRunRestarts
 from octotrain.abort_flags import AbortFlag
 from octotrain.contracts import parameter_arguments, training_environment
 from octotrain.failure_classes import FailureClass, local_end_class
 from octotrain.metric_definitions import extraction_arguments
 from octotrain.metrics_meta import meta_report
+from octotrain.node_progress import Phase, wrapper_arguments
 from octotrain.planning import RunPlan
 from octotrain.restarts import RunRestart, restart_due, what_was_done
 from octotrain.run_layout import RunLayout
@@ -117,6 +119,10 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
             metric_extraction=extraction_arguments(plan.metric_extraction),
             hang_after_seconds=plan.hang_after_seconds,
             stop_when_hung=plan.stop_when_hung,
+            progress=wrapper_arguments(
+                phase_file=str(layout.phase_path(self.node_index)),
+                progress_file=str(layout.progress_path(self.node_index)),
+            ),
         )
         restarts = LocalRunRestarts(layout.run_dir)
         attempt = 0
@@ -354,6 +360,7 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
             self._confinement.release()
         if self._plan is not None:
             record_node_release(self._plan, self.node_index)
+        record_phase(phase_file_sink(layout.phase_path(self.node_index)), Phase.DONE)
         report = meta_report(layout.node_folders(self.node_index).metrics)
         if report:
             with layout.log_path(layout.log_names(self.node_index).sidecar).open("a") as log:

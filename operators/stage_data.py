@@ -26,7 +26,8 @@ from hooks.local_process import RunAbortMarker
 from hooks.mounts import MountUnavailable, expose_mount
 from hooks.node_cache import DiskTooSmall, NodeCache
 from hooks.object_store import default_object_store
-from hooks.staging import stage_inputs
+from hooks.run_progress import StagingPhase, phase_file_sink
+from hooks.staging import BytesDone, stage_inputs
 from octotrain.abort_flags import AbortFlag
 from octotrain.input_sources import StageSource, current_sources
 from octotrain.planning import RunPlan
@@ -69,11 +70,13 @@ class StageDataOperator(TrainingStageOperator):
                 if gone:
                     failures[node_index] = "; ".join(gone)
                     continue
+                staging = StagingPhase(phase_file_sink(layout.phase_path(node_index)))
                 try:
                     stage_one_node(
                         store, cache, plan, layout, node_index, (data, models, mounts),
-                        mounts_root, note,
+                        mounts_root, note, on_bytes=staging.bytes_done,
                     )  # fmt: skip
+                    staging.finished()
                 except STAGING_ERRORS as error:
                     note(f"ERROR staging failed: {error}")
                     failures[node_index] = str(error)
@@ -111,13 +114,16 @@ def stage_one_node(
     sources: tuple[list[StageSource], list[StageSource], list[StageSource]],
     mounts_root: Path | None,
     note: Callable[[str], None],
+    *,
+    on_bytes: BytesDone | None = None,
 ) -> None:
-    """Stage every input of one node, expose its mounts and restore its checkpoint."""
+    """Stage every input of one node, expose its mounts and restore its checkpoint;
+    ``on_bytes`` hears how much of its download is done."""
     data, models, mounts = sources
     folders = layout.node_folders(node_index)
     folders.create()
     holder = layout.cache_holder(node_index)
-    stage_inputs(store, cache, folders, (data, models), note, holder=holder)
+    stage_inputs(store, cache, folders, (data, models), note, holder=holder, on_bytes=on_bytes)
     for source in mounts:
         path = expose_mount(store, source.object_prefix, folders.mounts / source.name, mounts_root)
         note(f"mounted {source.name} read-only at {path} (no download)")
