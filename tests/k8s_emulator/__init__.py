@@ -103,11 +103,12 @@ quick successive changes of one object come as one event. ``dryRun`` is ignored 
 takes effect).
 exec/attach/port-forward (``connect_get_namespaced_pod_exec``, hence the KubernetesPodOperator's
 ``do_xcom_push`` and Istio handling), container restarts and ``previous`` logs, probes (a
-running container is ready), ``activeDeadlineSeconds``, taints and tolerations, priority classes (``preempt`` is a test's
-decision, not the scheduler's), service links (``<SVC>_SERVICE_HOST``), admission beyond Pod Security (quotas,
-limit ranges, service-account token volumes), NetworkPolicy enforcement, Pod Security's volume
-types, ``PUT``/``deletecollection``, other API groups (batch, apps,
-custom resources), authentication.
+running container is ready), ``activeDeadlineSeconds``, taints and tolerations, priority
+classes (``preempt`` is a test's decision, not the scheduler's), service links
+(``<SVC>_SERVICE_HOST``), admission beyond Pod Security (quotas, limit ranges, service-account
+token volumes), NetworkPolicy enforcement, Pod Security's volume types,
+``PUT``/``deletecollection``, other API groups (batch, apps, custom resources),
+authentication.
 """
 
 from tests.k8s_emulator.emulator import KubernetesEmulator
