@@ -48,7 +48,10 @@ def main() -> None:
 
     metrics = MetricsWriter()
     metrics.declare("loss", x="step", ys=["mse"], description="training-loss", smooth=True)
-    metrics.declare("fit", x="epoch", ys=["mse", "r2"], description="epoch-loss-and-R2")
+    # total: the run's pages show how far the training is and when it should end
+    metrics.declare(
+        "fit", x="epoch", ys=["mse", "r2"], description="epoch-loss-and-R2", total=args.epochs
+    )
     step = 0
     for epoch in range(1, args.epochs + 1):
         order = rng.permutation(len(target))

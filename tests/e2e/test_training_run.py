@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,10 @@ from typing import Any
 import pytest
 
 from hooks.object_store import object_store_from_url
+from hooks.run_progress import RunPhases
 from octotrain.contracts import NodeLogNames
+from octotrain.node_progress import Phase, parse_phase, parse_samples
+from octotrain.run_layout import RunLayout
 from octotrain.settings import REPO_ROOT
 from octotrain.storage import ObjectStore
 from tests.conftest import S3_CONNECTION, new_s3_bucket, postgres_database
@@ -140,6 +144,11 @@ def test_demo_run_succeeds_with_logs_metrics_and_a_model_version(
         assert [m["name"] for m in meta["metas"]] == ["loss", "fit"]
         fit = [json.loads(line) for line in (metrics / "fit.jsonl").read_text().splitlines()]
         assert len(fit) == 60 and set(fit[0]) == {"epoch", "mse", "r2"}
+        # its phases and progress: the wrapper sampled the declared chart's x against its total
+        phase = parse_phase((folder / "nodes" / node_index / "phase.json").read_text())
+        assert phase is not None and phase.phase is Phase.DONE
+        progress = parse_samples((folder / "nodes" / node_index / "progress.jsonl").read_text())
+        assert (progress[-1].current, progress[-1].total) == (60.0, 60.0)
 
     # The nodes share this machine's node cache: one downloads, the other reuses its copy.
     assert sorted(staged.values()) == [False, True]
@@ -150,6 +159,10 @@ def test_demo_run_succeeds_with_logs_metrics_and_a_model_version(
         "rank-1/weights.npz",
     ]
     assert store.list("staging") == []
+    layout = RunLayout(root / "state" / "runs", demo["task_id"], folder.name)
+    shown = RunPhases(layout, store, ["distributed-0", "distributed-1"])
+    ended = shown.progress(run_active=False, now=time.time())
+    assert (ended.phase, ended.percent, ended.eta_seconds) == (Phase.DONE, 100.0, None)
 
 
 def test_failing_node_fails_the_run_stops_the_others_and_archives_nothing(
