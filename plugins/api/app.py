@@ -18,6 +18,7 @@ from plugins.api import (
     lineage_routes,
     log_routes,
     metrics_routes,
+    progress_routes,
     task_routes,
 )
 from plugins.api.errors import ERROR_RESPONSES, install_error_handlers
@@ -44,6 +45,7 @@ def create_app() -> FastAPI:
     api.include_router(metrics_routes.router)
     api.include_router(compare_routes.router)
     api.include_router(accounting_routes.router)
+    api.include_router(progress_routes.router)
     app.include_router(api)
     app.include_router(pages.router, dependencies=[Depends(get_user)])
     app.include_router(catalog_pages.router, dependencies=[Depends(get_user)])

@@ -67,6 +67,7 @@ STATIC_FILES = {
     "task_form.js": (STATIC / "task_form.js", "text/javascript"),
     "task_detail.js": (STATIC / "task_detail.js", "text/javascript"),
     "run.js": (STATIC / "run.js", "text/javascript"),
+    "progress.js": (STATIC / "progress.js", "text/javascript"),
     "catalog.js": (STATIC / "catalog.js", "text/javascript"),
     "algorithm_form.js": (STATIC / "algorithm_form.js", "text/javascript"),
     "pages.css": (STATIC / "pages.css", "text/css"),

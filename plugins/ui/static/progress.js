@@ -1,0 +1,111 @@
+// Where a run is: each element with data-progress-url (GET …/runs/{run}/progress) shows the
+// run's phase, a bar of its percent and its estimated time left, refreshed while the run is
+// live; with data-progress-nodes it also lists every node's. Unknown is said as unknown ("—",
+// "no estimate yet"), never guessed. Text is only ever set as text.
+"use strict";
+
+(function () {
+  const REFRESH_MS = 5000;
+  const PHASES = {
+    waiting: "waiting for resources",
+    staging: "staging data",
+    training: "training",
+    uploading: "uploading",
+    done: "done",
+  };
+
+  function duration(seconds) {
+    const whole = Math.max(0, Math.round(seconds));
+    if (whole < 60) return `${whole} s`;
+    const minutes = Math.round(whole / 60);
+    if (minutes < 120) return `${minutes} min`;
+    return `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+  }
+
+  function bytes(count) {
+    const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let value = count;
+    let unit = 0;
+    while (value >= 1024 && unit < units.length - 1) {
+      value /= 1024;
+      unit += 1;
+    }
+    return `${value.toFixed(unit ? 1 : 0)} ${units[unit]}`;
+  }
+
+  function eta(shown) {
+    if (shown.phase === "done") return "";
+    if (shown.eta_seconds === null) {
+      return shown.phase === "staging" || shown.phase === "training" ? "no estimate yet" : "";
+    }
+    return `about ${duration(shown.eta_seconds)} left`;
+  }
+
+  function bar(percent, label) {
+    const made = element("progress", undefined, "progress-bar");
+    made.max = 100;
+    if (percent !== null) made.value = percent;
+    made.setAttribute("aria-label", label);
+    return made;
+  }
+
+  function summary(shown, label) {
+    const line = element("span", undefined, "progress-summary");
+    const percent = shown.percent === null ? "" : ` ${Math.floor(shown.percent)}%`;
+    line.append(element("span", `${PHASES[shown.phase] || shown.phase}${percent}`, `phase phase-${shown.phase}`));
+    if (shown.phase === "staging" || shown.phase === "training") line.append(bar(shown.percent, label));
+    const left = eta(shown);
+    if (left) line.append(element("span", left, "muted eta"));
+    return line;
+  }
+
+  function detail(node) {
+    if (node.phase === "staging" && node.bytes_total !== null) {
+      return `${bytes(node.bytes_done)} of ${bytes(node.bytes_total)}`;
+    }
+    if (node.current === null) return node.phase === "training" ? "no progress reported" : "";
+    return node.total === null ? `at ${node.current} (total unknown)` : `${node.current} of ${node.total}`;
+  }
+
+  function nodeTable(nodes) {
+    const table = element("table", undefined, "progress-nodes");
+    const head = element("tr");
+    for (const title of ["Node", "Phase", "Progress", "Since"]) head.append(element("th", title));
+    table.append(element("thead"));
+    table.tHead.append(head);
+    const body = element("tbody");
+    for (const node of nodes) {
+      const row = element("tr");
+      row.dataset.node = node.node;
+      row.append(element("td", node.node), cell(summary(node, `node ${node.node}`)), element("td", detail(node)));
+      row.append(node.since === null ? element("td", "—") : cell(timeElement(node.since * 1000)));
+      body.append(row);
+    }
+    table.append(body);
+    return table;
+  }
+
+  async function show(target) {
+    try {
+      const progress = await getJson(target.dataset.progressUrl);
+      const parts = [summary(progress, "the run's progress")];
+      if ("progressNodes" in target.dataset && progress.nodes.length) parts.push(nodeTable(progress.nodes));
+      target.replaceChildren(...parts);
+      target.dataset.phase = progress.phase;
+      target.classList.remove("error");
+      return progress.live;
+    } catch (error) {
+      target.className = "run-progress error";
+      target.textContent = `progress could not be read: ${error.message}`;
+      return true;
+    }
+  }
+
+  async function follow(target) {
+    const live = await show(target);
+    target.dataset.ready = "true";
+    if (live) setTimeout(() => follow(target), REFRESH_MS);
+  }
+
+  for (const target of document.querySelectorAll("[data-progress-url]")) follow(target);
+})();
