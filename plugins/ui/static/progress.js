@@ -70,7 +70,7 @@
   function nodeTable(nodes) {
     const table = element("table", undefined, "progress-nodes");
     const head = element("tr");
-    for (const title of ["Node", "Phase", "Progress", "Since"]) head.append(element("th", title));
+    for (const title of ["Node", "Phase", "How far", "Phase since"]) head.append(element("th", title));
     table.append(element("thead"));
     table.tHead.append(head);
     const body = element("tbody");
