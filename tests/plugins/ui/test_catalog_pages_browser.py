@@ -225,6 +225,9 @@ def test_register_what_a_first_task_needs_and_follow_lineage(airflow: LiveAirflo
         )
         docs_target = _console(opened.value)
         expect(docs_target.locator(f"#task-page[data-task='{task_id}']")).to_be_visible()
+        # The deep URL opened on its own shows the page in Airflow's iframe, in Airflow's frame
+        expect(opened.value.get_by_role("link", name="Training")).to_be_visible()
+        opened.value.screenshot(path=screenshot_path("console-deep-link-from-dag-docs"))
         opened.value.close()
         page.go_back()
         expect(console.locator("#task-page")).to_be_visible()
