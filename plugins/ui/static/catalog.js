@@ -6,17 +6,6 @@
 // each problem at its field, or its reason (what still uses the object).
 "use strict";
 
-async function sendJson(method, url, body) {
-  const answer = await fetch(url, {
-    method,
-    credentials: "same-origin",
-    headers: { "Content-Type": "application/json", Accept: "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = await answer.json().catch(() => ({}));
-  return { status: answer.status, ok: answer.ok, body: json };
-}
-
 // Each of the API's problems at the [data-error-for] element of its field, or of the nearest
 // field above it ("parameters.2.min" → "parameters.2" → "parameters"), in words: the rule, after
 // the name of the part of the field when it is shown at a field above it. What has no place

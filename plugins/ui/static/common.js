@@ -1,5 +1,6 @@
-// What every page of the plugin shares: reading the REST API with the user's Airflow session,
-// making elements whose text is only ever set as text, and links into Airflow's own UI.
+// What every page of the plugin shares: reading and changing through the REST API with the user's
+// Airflow session, making elements whose text is only ever set as text, and links into Airflow's
+// own UI.
 "use strict";
 
 async function getJson(url) {
@@ -7,6 +8,20 @@ async function getJson(url) {
   const body = await answer.json().catch(() => ({}));
   if (!answer.ok) throw new Error(body.detail || `${answer.status} ${answer.statusText}`);
   return body;
+}
+
+// A change sent to the REST API (``body`` as JSON, none when undefined). A refusal is an answer,
+// not an error: ``{status, ok, body}`` with the API's body (its detail and problems) for the page
+// to show; only a lost connection throws.
+async function sendJson(method, url, body) {
+  const answer = await fetch(url, {
+    method,
+    credentials: "same-origin",
+    headers: { "Content-Type": "application/json", Accept: "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = await answer.json().catch(() => ({}));
+  return { status: answer.status, ok: answer.ok, body: json };
 }
 
 function element(tag, text, className) {

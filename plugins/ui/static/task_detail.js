@@ -24,17 +24,6 @@
   const comparing = new Set();
   const COMPARED = { min: 2, max: 8 };
 
-  async function send(method, url, body) {
-    const answer = await fetch(url, {
-      method,
-      credentials: "same-origin",
-      headers: { "Content-Type": "application/json", Accept: "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const json = await answer.json().catch(() => ({}));
-    return { status: answer.status, ok: answer.ok, body: json };
-  }
-
   function message(text, problem) {
     const shown = document.getElementById("task-message");
     shown.textContent = text;
@@ -134,7 +123,7 @@
 
   async function stopRun(run, button) {
     button.disabled = true;
-    const answer = await send("POST", `${api}/runs/${run.id}/stop`);
+    const answer = await sendJson("POST", `${api}/runs/${run.id}/stop`);
     if (answer.ok) {
       stopping = { id: run.id, because: answer.body.stopping_because };
       message(`Stopping the run of ${runLabel(run)}: ${answer.body.stopping_because}…`);
@@ -238,7 +227,7 @@
     const request = { request_id: crypto.randomUUID(), conf: changedSettings() };
     try {
       for (let attempt = 0; attempt < NOT_PARSED_TRIES; attempt += 1) {
-        const answer = await send("POST", `${api}/runs`, request);
+        const answer = await sendJson("POST", `${api}/runs`, request);
         if (answer.ok) {
           status.textContent = `Started the run of ${runLabel(answer.body.run)}`;
           await showRuns();
@@ -299,12 +288,12 @@
 
   dialog("copy", async (form) => {
     const name = form.elements.namedItem("name").value.trim();
-    const answer = await send("POST", `${api}/copy`, name ? { name } : {});
+    const answer = await sendJson("POST", `${api}/copy`, name ? { name } : {});
     if (answer.ok) window.location.assign(`${root}/ui/tasks/${answer.body.id}`);
     return answer;
   });
   dialog("delete", async () => {
-    const answer = await send("DELETE", api);
+    const answer = await sendJson("DELETE", api);
     if (answer.ok) window.location.assign(`${root}/ui/tasks`);
     return answer;
   });

@@ -327,18 +327,14 @@
     const button = document.getElementById("create");
     button.disabled = true;
     try {
-      const answer = await fetch(taskId ? `${root}/api/v1/tasks/${taskId}` : `${root}/api/v1/tasks`, {
-        method: taskId ? "PATCH" : "POST",
-        credentials: "same-origin",
-        headers: { "Content-Type": "application/json", Accept: "application/json" },
-        body: JSON.stringify(documentOfForm()),
-      });
-      const body = await answer.json().catch(() => ({}));
+      const answer = await sendJson(taskId ? "PATCH" : "POST",
+        taskId ? `${root}/api/v1/tasks/${taskId}` : `${root}/api/v1/tasks`, documentOfForm());
+      const body = answer.body;
       if (answer.ok) {
         window.location.assign(`${root}/ui/tasks/${body.id}`);
         return;
       }
-      showProblems(body.problems || [], body.detail || `${answer.status} ${answer.statusText}`);
+      showProblems(body.problems || [], body.detail || `refused (${answer.status})`);
     } catch (error) {
       showProblems([], String(error));
     } finally {
