@@ -20,7 +20,7 @@ from octotrain.catalog.accounting import Accounting, Month, ProjectMonthUsage
 from octotrain.catalog.projects import Projects
 from octotrain.errors import InvalidQuery, NotFound
 from plugins.api.auth import CurrentScope
-from plugins.ui.pages import _render as render
+from plugins.ui.pages import render
 
 FormText = Annotated[str | None, Query(max_length=64)]
 
@@ -46,9 +46,11 @@ def usage_page(
             parsed = Month.parse(month) if month else current
             report = Accounting(session, scope).project_month(chosen, parsed)
         except InvalidQuery as error:
-            return render("usage.html", request, 400, **page | {"problems": error.problems})
+            return render(
+                "usage.html", request, status_code=400, **page | {"problems": error.problems}
+            )
         except NotFound as error:
-            return render("usage.html", request, 404, **page | {"missing": str(error)})
+            return render("usage.html", request, status_code=404, **page | {"missing": str(error)})
     return render(
         "usage.html",
         request,

@@ -38,7 +38,7 @@ from octotrain.parameters import ParameterType
 from octotrain.task_rules import USABLE_VERSION_STATUSES
 from octotrain.task_spec import MAX_VERSION_NUMBER
 from plugins.api.auth import CurrentScope
-from plugins.ui.pages import _render as render
+from plugins.ui.pages import render
 
 Name = Annotated[str, PathParameter(min_length=1, max_length=64, pattern=r"^[^\x00-\x1f/]+$")]
 ProjectQuery = Annotated[str, Query(min_length=1, max_length=64)]

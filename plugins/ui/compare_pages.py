@@ -21,7 +21,7 @@ from octotrain.catalog.views import RunView
 from octotrain.errors import InvalidQuery
 from octotrain.run_comparison import parameter_table, parse_run_ids
 from plugins.api.auth import CurrentScope
-from plugins.ui.pages import _render as render
+from plugins.ui.pages import render
 
 # Airflow's login on every route of this file (app.py requires it router-wide too).
 router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(get_user)])
@@ -35,7 +35,9 @@ def compare_page(
         try:
             chosen = compared_runs(session, scope, parse_run_ids(runs))
         except InvalidQuery as error:
-            return render("compare.html", request, 400, problems=error.problems, runs=[])
+            return render(
+                "compare.html", request, status_code=400, problems=error.problems, runs=[]
+            )
         shown = [(item.label, item.task, RunView.of(item.run)) for item in chosen]
         tasks = {item.task.id: item.task.name for item in chosen}
         project = chosen[0].task.project.name

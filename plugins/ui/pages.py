@@ -132,13 +132,13 @@ def _run_page(
                 f"Training task '{task.name}' has no run {run_id} yet: a run started from "
                 "Airflow is recorded when its validate task starts.",
             )
-        return _render(template, request, task=task, run=run, live=run.state in ACTIVE_RUN_STATES)
+        return render(template, request, task=task, run=run, live=run.state in ACTIVE_RUN_STATES)
 
 
 def _nothing_to_show(request: Request, heading: str, reason: str) -> HTMLResponse:
     """A page for the tab of a DAG run that has none of Octotrain's: it is shown inside
     Airflow's UI, where an API error would be the browser's raw JSON viewer."""
-    return _render("no_training_run.html", request, status_code=404, heading=heading, reason=reason)
+    return render("no_training_run.html", request, status_code=404, heading=heading, reason=reason)
 
 
 @router.get("/dags/{dag_id}/runs/{run_id}/logs", response_class=HTMLResponse)
@@ -164,7 +164,9 @@ def resources_page(
     return _run_page("resources.html", dag_id, run_id, request, scope)
 
 
-def _render(template: str, request: Request, status_code: int = 200, **values: Any) -> HTMLResponse:
+def render(
+    template: str, request: Request, *, status_code: int = 200, **values: Any
+) -> HTMLResponse:
     """``template`` with the plugin's root (``root``: its own pages, static files and API) and
     Airflow's (``airflow``: Airflow's pages), both as the browser reaches them."""
     root = request.scope.get("root_path", "")
@@ -211,7 +213,7 @@ def tasks_page(
         ]  # fmt: skip
         projects = [project.name for project in Projects(session, scope).list()]
     groups = [(name, [item for item in tasks if item[0].project == name]) for name in projects]
-    return _render("tasks.html", request, groups=groups, status=status, q=q, states=RUN_STATES,
+    return render("tasks.html", request, groups=groups, status=status, q=q, states=RUN_STATES,
                    view=view, page=shown, page_links=page_links(shown.number, shown.count),
                    page_sizes=PAGE_SIZES)  # fmt: skip
 
@@ -225,7 +227,7 @@ def new_task_page(
     """The manual's "Creating a training task", steps 2-7, with the project's choices."""
     with default_catalog().session() as session:
         choices = task_form_choices(session, scope.project(session, project))
-    return _render("task_form.html", request, choices=choices, task=None)
+    return render("task_form.html", request, choices=choices, task=None)
 
 
 @router.get("/tasks/{task_id}/edit", response_class=HTMLResponse)
@@ -234,7 +236,7 @@ def edit_task_page(task_id: TaskId, request: Request, scope: CurrentScope) -> HT
         task = Tasks(session, scope).get(task_id)
         choices = task_form_choices(session, task.project)
         view = TaskView.of(task)
-    return _render("task_form.html", request, choices=choices, task=view)
+    return render("task_form.html", request, choices=choices, task=view)
 
 
 @router.get("/tasks/{task_id}", response_class=HTMLResponse)
@@ -249,7 +251,7 @@ def task_page(task_id: TaskId, request: Request, scope: CurrentScope) -> HTMLRes
     algorithm = next(
         (item for item in choices["algorithms"] if item["name"] == view.algorithm), None
     )
-    return _render("task_detail.html", request, task=view, runs=runs,
+    return render("task_detail.html", request, task=view, runs=runs,
                    shown=shown_task_document(view.document, algorithm))  # fmt: skip
 
 

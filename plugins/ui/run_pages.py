@@ -25,7 +25,7 @@ from octotrain.run_lifecycle import ACTIVE_RUN_STATES
 from octotrain.task_spec import MAX_VERSION_NUMBER
 from octotrain.tasks import Tasks
 from plugins.api.auth import CurrentScope
-from plugins.ui.pages import _render as render
+from plugins.ui.pages import render
 from plugins.ui.task_shown import data_label, model_label
 
 TaskId = Annotated[int, PathParameter(ge=1, le=MAX_VERSION_NUMBER)]
