@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from agent.node_progress import write_phase
 from hooks.local_store import LocalFolderStore
+from hooks.pod_node import NodeSync, stage_plan, stage_pod_node
+from hooks.run_files import write_text
 from hooks.run_progress import (
     RunPhases,
     StagingPhase,
@@ -17,11 +20,19 @@ from hooks.run_progress import (
     phase_store_sink,
     record_phase,
 )
-from octotrain.node_progress import Phase, PhaseRecord, parse_phase
+from octotrain.node_progress import (
+    PHASE_FILE,
+    PROGRESS_SAMPLES_FILE,
+    Phase,
+    PhaseRecord,
+    parse_phase,
+)
 from octotrain.run_layout import RunLayout
 from octotrain.storage import ObjectStore
+from tests.hooks.test_node_cache import put_version
 
 NODES = ["distributed-0", "distributed-1"]
+PREFIX = "runs/7/manual-1"
 
 
 def samples(start: float, count: int, total: float) -> str:
@@ -82,3 +93,28 @@ def test_phases_are_read_from_the_object_store(tmp_path: Path) -> None:
     assert shown.phase is Phase.WAITING and shown.eta_seconds is None
     stored = parse_phase(store.read_range(objects.phase(NODES[0]), 0, 200))
     assert stored is not None and stored.phase is Phase.TRAINING
+
+
+def test_a_pods_phases_reach_the_store_through_the_same_files(tmp_path: Path) -> None:
+    """The init container records staging then waiting in the store; the sidecar uploads
+    what the wrapper writes in the work folder; the run's reader finds both there."""
+    store = LocalFolderStore(tmp_path / "objects")
+    data = put_version(store, tmp_path, "datasets/p/houses/v1", {"train.csv": b"a,b\n" * 1000})
+    write_text(store, f"{PREFIX}/stage.json",
+               json.dumps(stage_plan([data], [], checkpoint_sources=[])))  # fmt: skip
+    work = tmp_path / "work"
+    stage_pod_node(store, plan_key=f"{PREFIX}/stage.json", task_id=7, node_index="single-0",
+                   work=work, cache_dir=tmp_path / "cache", agent_dir=tmp_path / "agent",
+                   cache_max_bytes=1 << 30)  # fmt: skip
+    layout = RunLayout(tmp_path / "runs", 7, "manual-1")  # no run folder here: the store's
+    reader = RunPhases(layout, store, ["single-0"])
+    assert reader.progress(run_active=True, now=time.time()).phase is Phase.WAITING
+    assert parse_phase(store.read_range(layout.objects.phase("single-0"), 0, 500)) is not None
+
+    write_phase(work / PHASE_FILE, "training")  # what the wrapper writes, as in the pod
+    (work / PROGRESS_SAMPLES_FILE).write_text(samples(time.time() - 20, 10, 1000))
+    NodeSync(store, prefix=PREFIX, task_id=7, node_index="single-0", work=work,
+             run_id="manual-1", checkpoint_every=30.0).sync()  # fmt: skip
+    shown = reader.progress(run_active=True, now=time.time())
+    assert (shown.phase, shown.percent) == (Phase.TRAINING, 9.0)
+    assert shown.eta_seconds is not None
