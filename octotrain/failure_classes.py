@@ -14,6 +14,7 @@ process's end (``local_end_class``).
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Any
 
@@ -34,6 +35,9 @@ TRANSIENT_PULL_WORDS = (
     "internal server error", "eof",
 )  # fmt: skip
 TRAIN_CONTAINER = "base"
+# How the object store says it gave up on an operation after its retries (``hooks/s3_store``):
+# unreachable for a while, not bad input.
+STORE_UNAVAILABLE = re.compile(r"cannot .+ at \S+ after \d+ attempts|cut off \d+ times")
 # The exit status of a process killed by a signal is above this (128 + the signal).
 SIGNAL_EXIT_BASE = 128
 
@@ -99,11 +103,18 @@ def _transient(message: str) -> bool:
     return any(word in lowered for word in TRANSIENT_PULL_WORDS)
 
 
-def pod_end_class(pod: dict[str, Any] | None, *, stopped: bool, time_limited: bool) -> FailureClass:
+def pod_end_class(
+    pod: dict[str, Any] | None,
+    *,
+    stopped: bool,
+    time_limited: bool,
+    staging_error: str | None = None,
+) -> FailureClass:
     """The class of a pod's abnormal end. ``stopped``: the run's abort flag or Airflow stopped
-    it; ``time_limited``: a time limit did (the wrapper's report or the pod's deadline).
-    A pod that is gone without a word (deleted by someone, its node gone and collected) is
-    lost."""
+    it; ``time_limited``: a time limit did (the wrapper's report or the pod's deadline);
+    ``staging_error``: why its data preparation failed, as its init log says. A pod that is
+    gone without a word (deleted by someone, its node gone and collected) is lost, and so is
+    one whose data preparation found the object store unreachable."""
     if stopped:
         return FailureClass.STOPPED
     if time_limited:
@@ -111,7 +122,8 @@ def pod_end_class(pod: dict[str, Any] | None, *, stopped: bool, time_limited: bo
     if pod is None or pod_loss(pod) is not None:
         return FailureClass.LOST
     if _init_failed(pod):  # data preparation: its own log says why (bad input, a store error)
-        return FailureClass.START
+        unreachable = staging_error is not None and STORE_UNAVAILABLE.search(staging_error)
+        return FailureClass.LOST if unreachable else FailureClass.START
     terminated = _train_terminated(pod)
     if terminated is None:
         return FailureClass.START if _phase(pod) in ("Pending", None) else FailureClass.LOST

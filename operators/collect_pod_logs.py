@@ -35,7 +35,7 @@ from octotrain.run_layout import RunObjects
 from octotrain.run_lifecycle import end_run
 from octotrain.settings import get_settings
 from octotrain.storage import ObjectStore
-from octotrain.supplemental_log import SupplementalLog, run_message
+from octotrain.supplemental_log import SupplementalLog, run_message, staging_error_in
 from operators.training_stage import TrainingStageOperator
 
 
@@ -70,6 +70,7 @@ class CollectPodLogsOperator(TrainingStageOperator):
                     pod,
                     stopped=abort.stopped_because(node_index) is not None,
                     time_limited=_time_limited(store, objects, node_index, pod),
+                    staging_error=staging_error_in(read_text(store, objects.log(names.init)) or ""),
                 )
                 done = what_was_done(
                     failure, attempt=restarts.latest(), max_restarts=plan.max_node_restarts

@@ -54,14 +54,18 @@ from kubernetes.client.exceptions import ApiException
 from hooks.kubernetes_runs import KubernetesRuns
 from hooks.object_store import default_object_store
 from hooks.run_abort import AbortWatcher, StoreAbortMarker
+from hooks.run_files import read_text
 from hooks.run_restarts import RestartWatcher, StoreRunRestarts
 from octotrain.abort_flags import AbortFlag
+from octotrain.contracts import NodeLogNames
 from octotrain.failure_classes import FailureClass, pod_end_class, pod_loss
 from octotrain.kubernetes_config import kubernetes_config
 from octotrain.planning import RunPlan
 from octotrain.pods import node_pod
 from octotrain.restarts import RunRestart, restart_due, what_was_done
+from octotrain.run_layout import RunObjects
 from octotrain.settings import get_settings
+from octotrain.supplemental_log import staging_error_in
 from operators.hang_notices import PodHangWatch
 from operators.node_holds import pod_held_span, record_node_hold
 from operators.node_pod_trigger import (
@@ -119,6 +123,7 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         self._pod_name = ""  # the node's pod, once created or found (it may then be gone)
         self._restarts: StoreRunRestarts | None = None
         self._max_restarts = 0
+        self._objects: RunObjects | None = None
 
     def _plan(self, context: Context) -> RunPlan:
         document = context["ti"].xcom_pull(task_ids=VALIDATE_TASK_ID, key=PLAN_XCOM_KEY)
@@ -317,10 +322,9 @@ class LaunchNodePodOperator(KubernetesPodOperator):
     def _restart_book(self, context: Context) -> StoreRunRestarts:
         """The run's restarts, and how many the task allows (kept for ``defer`` and the
         synchronous watcher)."""
-        self._max_restarts = self._plan(context).max_node_restarts
-        self._restarts = StoreRunRestarts(
-            default_object_store(), self._plan(context).objects.prefix
-        )
+        plan = self._plan(context)
+        self._max_restarts, self._objects = plan.max_node_restarts, plan.objects
+        self._restarts = StoreRunRestarts(default_object_store(), plan.objects.prefix)
         return self._restarts
 
     @property
@@ -363,12 +367,24 @@ class LaunchNodePodOperator(KubernetesPodOperator):
             return None
         pod = self._pod_now()
         deadline = bool(pod) and (pod or {}).get("status", {}).get("reason") == DEADLINE_EXCEEDED
-        failure = pod_end_class(pod, stopped=False, time_limited=deadline)
+        staging_error = self._staging_error()
+        failure = pod_end_class(
+            pod, stopped=False, time_limited=deadline, staging_error=staging_error
+        )
         if restart_due(failure, attempt=self._start, max_restarts=self._max_restarts):
-            lost = pod_loss(pod) if pod is not None else None
-            why = lost or "deleted before its end could be read: preempted, or its node lost"
+            why = "deleted before its end could be read: preempted, or its node lost"
+            if pod is not None:
+                store = f"its data preparation found the object store unreachable: {staging_error}"
+                why = pod_loss(pod) or store
             return self._restarts.request(RunRestart(self._start + 1, self.node_index, why))
         return self._restarts.requested(self._start + 1)
+
+    def _staging_error(self) -> str | None:
+        """Why the node's data preparation failed, as its init log in the store says."""
+        assert self._restarts is not None and self._objects is not None
+        names = NodeLogNames(task_id=self._objects.task_id, node_index=self.node_index)
+        init_log = read_text(self._restarts.store, self._objects.log(names.init))
+        return staging_error_in(init_log or "")
 
     def _start_again(self, context: Context, restart: RunRestart) -> Any:
         """Note how this start ended, for the supplemental log; retire its pod (whatever is

@@ -120,3 +120,22 @@ def test_a_local_node_s_end_is_classed_by_its_process_and_its_wrapper_s_report(
 def test_only_a_lost_node_is_retried() -> None:
     assert [failure for failure in FailureClass if failure.retried] == [FailureClass.LOST]
     assert FailureClass.HUNG == "hung"
+
+
+@pytest.mark.parametrize(
+    ("staging_error", "expected"),
+    [
+        ("cannot download runs/7/stage.json at s3://bucket after 5 attempts: timed out",
+         FailureClass.LOST),
+        ("cannot read datasets/d/v1/a.csv at s3://bucket: cut off 5 times (reset)",
+         FailureClass.LOST),
+        ("dataset house-prices v9 does not exist", FailureClass.START),
+        (None, FailureClass.START),
+    ],
+)  # fmt: skip
+def test_data_preparation_that_found_the_store_unreachable_is_a_loss(
+    staging_error: str | None, expected: FailureClass
+) -> None:
+    pod = _pod(init=_exited(1))
+    end = pod_end_class(pod, stopped=False, time_limited=False, staging_error=staging_error)
+    assert end is expected
