@@ -171,7 +171,13 @@
     const target = first?.closest("tr.row-error")?.previousElementSibling
       || (field instanceof Element ? field.closest("label") : null) || first || summary;
     target.scrollIntoView({ block: "center" });
-    target.querySelector?.("input, select, textarea")?.focus({ preventScroll: true });
+    // In a row, the input of the part the problem names ("metric_definitions.0.regex": the
+    // row's regex), else its first.
+    const place = first?.dataset.errorFor;
+    const part = place && (answer.body.problems || []).map((problem) => problem.field)
+      .find((name) => name.startsWith(`${place}.`))?.slice(place.length + 1).split(".")[0];
+    const named = part && target.querySelector?.(`[name$="-${CSS.escape(part)}"]`);
+    (named || target.querySelector?.("input, select, textarea"))?.focus({ preventScroll: true });
   }
 
   if (saved) {

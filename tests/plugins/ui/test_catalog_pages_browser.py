@@ -310,6 +310,7 @@ def test_an_algorithms_charts_from_its_train_log_are_edited_in_its_form(
                 row.get_by_label("Regex").fill(regex)
                 form.get_by_role("button", name="Save").click()
                 expect(error).to_contain_text(f"regex: {rule}")
+                expect(row.get_by_label("Regex")).to_be_focused()
                 expect(error).to_be_in_viewport()
                 expect(row).to_be_in_viewport()
             page.screenshot(
