@@ -206,16 +206,13 @@ def setup() -> dict[str, int]:
             )
             for mode in ("", "-sync")
         },
-        **{
-            f"restart-limit{mode}": add_task(
-                catalog,
-                name=f"restart-limit{mode}",
-                algorithm="checkpoints-every-step",
-                parameters={},
-                max_node_restarts=1,
-            )
-            for mode in ("", "-sync")
-        },
+        "restart-limit": add_task(
+            catalog,
+            name="restart-limit",
+            algorithm="checkpoints-every-step",
+            parameters={},
+            max_node_restarts=1,
+        ),
         "concurrent-failure-sync": add_task(
             catalog,
             name="concurrent-failure-sync",

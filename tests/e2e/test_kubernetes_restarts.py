@@ -145,6 +145,8 @@ def test_a_node_evicted_mid_training_restarts_the_run_from_its_checkpoints(
     assert cluster.pods_of(tasks[task]) == []
 
 
+# Deferred launch tasks only: the eviction test covers both ways a restart reaches a node.
+@pytest.mark.parametrize("mode", ["deferrable"])
 def test_a_training_that_fails_on_its_own_is_not_started_again(
     cluster: Cluster,
     tasks: dict[str, int],
@@ -166,6 +168,8 @@ def test_a_training_that_fails_on_its_own_is_not_started_again(
     assert not cluster.store.list(f"{_objects(plan).prefix}/restarts/")
 
 
+# Deferred launch tasks only: the eviction test covers both ways a restart reaches a node.
+@pytest.mark.parametrize("mode", ["deferrable"])
 def test_the_task_s_restart_limit_is_honoured(
     cluster: Cluster,
     tasks: dict[str, int],
