@@ -233,7 +233,7 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         kwargs = {**(kwargs or {}), "start": self._start}  # what trigger_reentry is told
         super().defer(trigger=watching, method_name=method_name, kwargs=kwargs, timeout=timeout)
 
-    def trigger_reentry(self, context: Context, event: dict[str, Any], start: int = 0) -> Any:
+    def trigger_reentry(self, context: Context, event: dict[str, Any], *, start: int = 0) -> Any:
         """Back from the trigger: a node the abort flag stopped (its trigger deleted the pod
         and recorded the stop) ends with its reason, skipped when its user stopped it, failed
         otherwise; a node whose pod the run's restart took down (``start``: the restart its pod
