@@ -18,6 +18,7 @@ import re
 from enum import StrEnum
 from typing import Any
 
+from octotrain.exit_codes import HUNG_EXIT_STATUS
 from octotrain.hang_detection import HUNG
 
 # A pod condition Kubernetes adds before it deletes or fails a pod for a disruption (eviction
@@ -108,10 +109,13 @@ def pod_end_class(
     *,
     stopped: bool,
     time_limited: bool,
+    hung: bool = False,
     staging_error: str | None = None,
 ) -> FailureClass:
     """The class of a pod's abnormal end. ``stopped``: the run's abort flag or Airflow stopped
     it; ``time_limited``: a time limit did (the wrapper's report or the pod's deadline);
+    ``hung``: its wrapper stopped it as hung (its exit report says so; its training container's
+    exit status ``HUNG_EXIT_STATUS`` backs that up when the report never reached the store);
     ``staging_error``: why its data preparation failed, as its init log says. A pod that is
     gone without a word (deleted by someone, its node gone and collected) is lost, and so is
     one whose data preparation found the object store unreachable."""
@@ -127,6 +131,8 @@ def pod_end_class(
     terminated = _train_terminated(pod)
     if terminated is None:
         return FailureClass.START if _phase(pod) in ("Pending", None) else FailureClass.LOST
+    if hung or terminated.get("exitCode") == HUNG_EXIT_STATUS:
+        return FailureClass.HUNG
     if terminated.get("reason") == "OOMKilled":
         return FailureClass.OUT_OF_MEMORY
     if terminated.get("reason") in ("StartError", "ContainerCannotRun"):

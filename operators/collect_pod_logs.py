@@ -70,6 +70,7 @@ class CollectPodLogsOperator(TrainingStageOperator):
                     pod,
                     stopped=abort.stopped_because(node_index) is not None,
                     time_limited=_time_limited(store, objects, node_index, pod),
+                    hung="hung" in (read_json(store, objects.exit_report(node_index)) or {}),
                     staging_error=staging_error_in(read_text(store, objects.log(names.init)) or ""),
                 )
                 done = what_was_done(

@@ -65,6 +65,7 @@ def test_a_silent_node_is_stopped_as_hung_and_fails_the_run_saying_so(
     sidecar = stored(cluster, hung, log.sidecar)
     assert "the training looks hung: its process is alive" in sidecar
     assert "stopping the hung training (stop_when_hung)" in sidecar
+    assert "failure class hung: not retried" in stored(cluster, hung, log.supplemental)
     objects = RunObjects(hung["task_id"], hung["run"]["run_key"])
     report = read_json(cluster.store, objects.exit_report(NODE)) or {}
     assert report["exit_status"] == 0 and report["hung"]["hang_after_seconds"] == 2, report

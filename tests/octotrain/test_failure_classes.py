@@ -87,6 +87,17 @@ def test_only_an_image_pull_that_failed_for_the_moment_is_a_loss(message: str, l
     assert pod_end_class(pod, stopped=False, time_limited=False) is expected
 
 
+def test_a_pod_its_wrapper_stopped_as_hung_is_hung_by_its_report_or_its_exit_status() -> None:
+    reported = _pod(base=_exited(0, "Completed"))  # the stopped training exited 0
+    assert pod_end_class(reported, stopped=False, time_limited=False, hung=True) is (
+        FailureClass.HUNG
+    )
+    assert pod_end_class(_pod(base=_exited(122)), stopped=False, time_limited=False) is (
+        FailureClass.HUNG
+    )
+    assert not FailureClass.HUNG.retried
+
+
 def test_a_stop_or_a_time_limit_is_never_a_loss() -> None:
     evicted = _pod(reason="Evicted")
     assert pod_end_class(evicted, stopped=True, time_limited=False) is FailureClass.STOPPED
