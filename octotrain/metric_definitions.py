@@ -10,7 +10,10 @@ The regex says what a point holds. Without named groups its first group is the v
 the y axis ``ys[0]`` (the chart's name by default). Named groups are the chart's lines: one
 named after the x axis (``x``, ``step`` by default) gives x, else x counts the chart's points
 (1, 2, ...); the others are its series (up to four, one y axis), or, when ``ys`` names two axes,
-exactly those two. The manual's chart rules (``octotrain.metrics_meta``) apply to what is
+exactly those two. ``total``, the x at which the training ends (a number, or the name of one of
+the algorithm's int or float parameters, such as ``epochs``, whose run value it takes), makes
+the chart the node's progress (``octotrain.node_progress``) for a script that writes no
+``progress.json``. The manual's chart rules (``octotrain.metrics_meta``) apply to what is
 derived, and a regex is refused when it does not compile, is longer than
 ``MAX_REGEX_LENGTH``, has no group or could backtrack catastrophically.
 """
@@ -18,12 +21,14 @@ derived, and a regex is refused when it does not compile, is longer than
 from __future__ import annotations
 
 import json
+import math
 import re
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from pydantic import Field, StrictBool, StrictStr, ValidationInfo, field_validator
 
-from octotrain.documents import Document
+from octotrain.documents import Document, Number
 from octotrain.metrics_meta import (
     DESCRIPTION,
     DESCRIPTION_RULE,
@@ -32,11 +37,13 @@ from octotrain.metrics_meta import (
     NAME,
     NAME_RULE,
 )
+from octotrain.parameters import PARAMETER_NAME_PATTERN
 from octotrain.regex_risk import backtracking_risk, compile_error
 
 # SageMaker's own limit on a metric definition's regex.
 MAX_REGEX_LENGTH = 500
 DEFAULT_X = "step"
+PARAMETER_NAME = re.compile(PARAMETER_NAME_PATTERN)
 
 
 def _label(value: str) -> str:
@@ -55,6 +62,8 @@ class MetricDefinition(Document):
     ys: list[StrictStr] = Field(default_factory=list, max_length=2)
     description: StrictStr = ""
     smooth: StrictBool = False
+    # The x at which the training ends: a number, or the name of a numeric parameter.
+    total: Number | StrictStr | None = None
     regex: StrictStr
 
     @field_validator("name", "x")
@@ -74,6 +83,16 @@ class MetricDefinition(Document):
     def _description(cls, value: str) -> str:
         if value and DESCRIPTION.fullmatch(value) is None:
             raise ValueError(f"{value!r} {DESCRIPTION_RULE}")
+        return value
+
+    @field_validator("total")
+    @classmethod
+    def _total(cls, value: float | str | None) -> float | str | None:
+        if isinstance(value, str):
+            if PARAMETER_NAME.fullmatch(value) is None:
+                raise ValueError(f"{value!r} must be a number above 0 or a parameter's name")
+        elif value is not None and not 0 < value < math.inf:
+            raise ValueError(f"{value} must be a number above 0 or a parameter's name")
         return value
 
     @field_validator("regex")
@@ -100,8 +119,17 @@ class MetricDefinition(Document):
     def axes(self) -> list[str]:
         return list(self.ys) or [self.name]
 
-    def chart_meta(self) -> dict[str, Any]:
-        """The chart as ``metrics.json`` declares it (DESIGN.md "Contract: METRICS")."""
+    def total_of(self, parameters: Mapping[str, Any]) -> float | None:
+        """The chart's total for a run with these parameter values: the number declared, or
+        the named parameter's value; None when there is none, or it is not above 0."""
+        value = parameters.get(self.total) if isinstance(self.total, str) else self.total
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        return float(value) if 0 < value < math.inf else None
+
+    def chart_meta(self, parameters: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The chart as ``metrics.json`` declares it (DESIGN.md "Contract: METRICS"), for a run
+        with these parameter values (its ``total``)."""
         lines = [key for _, key in _lines(re.compile(self.regex), x=self.x, ys=self.axes)]
         meta: dict[str, Any] = {
             "name": self.name,
@@ -113,16 +141,19 @@ class MetricDefinition(Document):
         }
         if lines != self.axes:
             meta["series"] = lines
+        total = self.total_of(parameters or {})
+        if total is not None:
+            meta["total"] = total
         return meta
 
-    def extraction(self) -> dict[str, Any]:
+    def extraction(self, parameters: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """What the node's wrapper needs to extract this chart (``agent/log_metrics.py``):
         the regex, its chart's meta, the group holding x (None: count points), and which
-        group fills which key of a point."""
+        group fills which key of a point (for a run with these parameter values)."""
         pattern = re.compile(self.regex)
         return {
             "regex": self.regex,
-            "meta": self.chart_meta(),
+            "meta": self.chart_meta(parameters),
             "x_group": self.x if self.x in pattern.groupindex else None,
             "lines": [
                 {"group": group, "key": key}
@@ -155,14 +186,25 @@ def _lines(pattern: re.Pattern[str], *, x: str, ys: list[str]) -> list[tuple[int
     return [(group, group) for group in named]
 
 
-def unique_charts(definitions: list[MetricDefinition]) -> list[MetricDefinition]:
-    """The manual's rules across an algorithm's charts: at most six, names unique."""
+def unique_charts(
+    definitions: list[MetricDefinition], *, numeric_parameters: Collection[str] | None
+) -> list[MetricDefinition]:
+    """The manual's rules across an algorithm's charts: at most six, names unique; a total
+    given by name names one of the algorithm's int or float parameters (None: not judged)."""
     if len(definitions) > MAX_CHARTS:
         raise ValueError(f"at most {MAX_CHARTS} charts, got {len(definitions)}")
     names = [definition.name for definition in definitions]
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
         raise ValueError(f"chart names must be unique; repeated: {', '.join(repeated)}")
+    for definition in definitions if numeric_parameters is not None else []:
+        if isinstance(definition.total, str) and definition.total not in numeric_parameters:
+            known = ", ".join(numeric_parameters) or "none"
+            raise ValueError(
+                f"chart '{definition.name}': total '{definition.total}' must be a number or "
+                f"the name of an int or float parameter of the algorithm (its int and float "
+                f"parameters: {known})"
+            )
     return definitions
 
 

@@ -246,7 +246,7 @@ def build_run_plan(
         stop_when_hung=bool(spec.hang_detection and spec.hang_detection.stop_when_hung),
         max_node_restarts=spec.node_restarts,
         metric_extraction=[
-            MetricDefinition.model_validate(definition).extraction()
+            MetricDefinition.model_validate(definition).extraction(resolved.parameters)
             for definition in algorithm.metric_definitions
         ],
         resumed_from_run_id=resumed.id if resumed else 0,

@@ -15,6 +15,7 @@ from pydantic import (
     StrictFloat,
     StrictInt,
     StrictStr,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -132,8 +133,14 @@ class AlgorithmDocument(Document):
 
     @field_validator("metric_definitions")
     @classmethod
-    def _chart_rules(cls, value: list[MetricDefinition]) -> list[MetricDefinition]:
-        return unique_charts(value)
+    def _chart_rules(
+        cls, value: list[MetricDefinition], info: ValidationInfo
+    ) -> list[MetricDefinition]:
+        if "parameters" not in info.data:  # refused already: no second error about names
+            return unique_charts(value, numeric_parameters=None)
+        declared = info.data["parameters"]
+        numeric = [item.name for item in declared if item.type in ("int", "float")]
+        return unique_charts(value, numeric_parameters=numeric)
 
     @field_validator("parameters")
     @classmethod

@@ -8,12 +8,14 @@ OCTOTRAIN_* settings in the environment.
 from __future__ import annotations
 
 import json
+import time
 
 from sqlalchemy import select
 
 from hooks.catalog import default_catalog
 from hooks.object_store import default_object_store
 from hooks.run_metrics import metrics_of
+from hooks.run_progress import progress_of
 from octotrain.catalog.models import Run
 from octotrain.catalog.named_objects import Algorithms
 from tests.e2e.dag_test_runner import run
@@ -27,7 +29,9 @@ PLAIN_SCRIPT = (
     "pathlib.Path(os.environ['OUTPUT'], 'model.txt').write_text('w = 1')\n"
     "print('final loss=0.1', end='', flush=True)\n"
 )
-DEFINITIONS = [{"name": "损失", "regex": r"loss=([0-9.e-]+)", "smooth": True}]
+# Its total, the run's value of the parameter "epochs", makes the chart the node's progress.
+DEFINITIONS = [{"name": "损失", "regex": r"loss=([0-9.e-]+)", "smooth": True, "total": "epochs"}]
+EPOCHS = {"name": "epochs", "type": "int", "default": 6}
 
 
 def main() -> None:
@@ -42,6 +46,7 @@ def main() -> None:
                 "image": "python:3.11-slim",
                 "command": ["python", "-c", PLAIN_SCRIPT],
                 "sample_type": "table",
+                "parameters": [EPOCHS],
                 "metric_definitions": DEFINITIONS,
             },
         )
@@ -62,6 +67,11 @@ def main() -> None:
         result |= {
             "charts": charts,
             "problems": [str(problem) for problem in meta.problems] if meta else None,
+            "totals": [chart.total for chart in meta.charts] if meta else None,
+            "progress": [
+                {"phase": node.phase, "percent": node.percent, "current": node.current}
+                for node in progress_of(run_row, now=time.time()).nodes
+            ],
             "final_metrics": run_row.model_version.lineage.get("metrics")
             if run_row.model_version
             else None,

@@ -45,3 +45,6 @@ def test_a_plain_script_gets_the_chart_its_algorithm_defines(tmp_path: Path) -> 
         "损失": {"x": [1, 2, 3, 4, 5, 6], "lines": {"损失": [1.0, 0.5, 0.3333, 0.25, 0.2, 0.1]}}
     }
     assert result["final_metrics"] == {"损失": {"step": 6, "损失": 0.1}}
+    # The chart's total, the run's "epochs": the unmodified script's progress, all done.
+    assert result["totals"] == [6.0]
+    assert result["progress"] == [{"phase": "done", "percent": 100.0, "current": 6.0}]

@@ -140,3 +140,38 @@ def test_patterns_that_cannot_blow_up_are_allowed(safe: str) -> None:
 @pytest.mark.parametrize("risky", [r"(?:x|(y+))*z", r"(?=(a+)+)b", r"(a+)*?b", r"((a|b)*c?)+"])
 def test_nested_repeats_are_found_anywhere(risky: str) -> None:
     assert backtracking_risk(risky) is not None
+
+
+EPOCHS = {"name": "epochs", "type": "int", "default": 10}
+
+
+def test_a_total_is_a_number_or_a_numeric_parameter_and_the_run_s_value_is_the_chart_s() -> None:
+    by_name = dict(LOSS, regex=r"epoch (?P<step>\d+) loss=([0-9.]+)", total="epochs")
+    document = parse_document(AlgorithmDocument, algorithm(by_name) | {"parameters": [EPOCHS]})
+    chart = document.metric_definitions[0]
+    assert chart.extraction({"epochs": 40})["meta"]["total"] == 40.0
+    assert "total" not in chart.extraction({})["meta"]  # no value for the run: no progress
+    assert "total" not in chart.extraction({"epochs": 0})["meta"]
+    fixed = MetricDefinition.model_validate(dict(LOSS, total=1500)).extraction()
+    assert fixed["meta"]["total"] == 1500.0
+    meta = json.dumps({"id": "1", "metas": [fixed["meta"]]})
+    assert parse_meta(meta).problems == [] and parse_meta(meta).charts[0].total == 1500.0
+
+
+def test_a_total_that_names_no_numeric_parameter_is_refused_saying_which_there_are() -> None:
+    with_text = {"name": "optimizer", "type": "string", "default": "adam"}
+    with pytest.raises(InvalidInput) as refused:
+        parse_document(
+            AlgorithmDocument,
+            algorithm(dict(LOSS, total="optimizer")) | {"parameters": [EPOCHS, with_text]},
+        )
+    assert [str(problem) for problem in refused.value.problems] == [
+        "metric_definitions: chart 'loss': total 'optimizer' must be a number or the name of an "
+        "int or float parameter of the algorithm (its int and float parameters: epochs)"
+    ]
+    assert problems(dict(LOSS, total=-3)) == [
+        "metric_definitions.0.total: -3 must be a number above 0 or a parameter's name"
+    ]
+    assert problems(dict(LOSS, total="two words")) == [
+        "metric_definitions.0.total: 'two words' must be a number above 0 or a parameter's name"
+    ]

@@ -86,22 +86,27 @@
     return row;
   }
 
-  // A chart's row shows its name and regex; what else a saved definition says (x, ys,
+  // A chart's row shows its name, regex and total; what else a saved definition says (x, ys,
   // description, smooth: set through the API) is kept as it was.
   const kept = new WeakMap();
 
   function addMetricRow(definition = {}) {
     const row = appendRow(metricRows, "metric-row", "metric_definitions");
-    const { name = "", regex = "", ...rest } = definition;
+    const { name = "", regex = "", total, ...rest } = definition;
     row.querySelector("[name=m-name]").value = name;
     row.querySelector("[name=m-regex]").value = regex;
+    row.querySelector("[name=m-total]").value = shown(total);
     kept.set(row, rest);
     return row;
   }
 
   function definitionOf(row) {
     // The regex as typed (spaces may be part of it); the name trimmed as other names are.
-    return { ...kept.get(row), name: row.querySelector("[name=m-name]").value.trim(), regex: row.querySelector("[name=m-regex]").value };
+    const definition = { ...kept.get(row), name: row.querySelector("[name=m-name]").value.trim(), regex: row.querySelector("[name=m-regex]").value };
+    // A number, or the name of a numeric parameter; the API judges which.
+    const total = row.querySelector("[name=m-total]").value.trim();
+    if (total !== "") definition.total = numberOrText(total);
+    return definition;
   }
 
   function declarationOf(row) {

@@ -317,16 +317,22 @@ def test_an_algorithms_charts_from_its_train_log_are_edited_in_its_form(
                 path=screenshot_path(f"catalog-algorithm-charts-refused-{scheme}-{width}")
             )
             row.get_by_label("Regex").fill("loss=([0-9.e-]+)")
+            row.get_by_label("Total").fill("-2")
+            form.get_by_role("button", name="Save").click()
+            expect(error).to_contain_text("total: -2 must be a number above 0")
+            expect(row.get_by_label("Total")).to_be_focused()
+            row.get_by_label("Total").fill("1000")
             form.get_by_role("button", name="Save").click()
             expect(console.locator("tr[data-algorithm=charted-algo]")).to_be_visible()
             saved = _api(airflow, "GET", "/projects/demo/algorithms/charted-algo").json()
-            assert [(item["name"], item["regex"]) for item in saved["metric_definitions"]] == [
-                ("loss", "loss=([0-9.e-]+)")
-            ]
+            assert [
+                (item["name"], item["regex"], item["total"]) for item in saved["metric_definitions"]
+            ] == [("loss", "loss=([0-9.e-]+)", 1000)]
             console.get_by_role("link", name="charted-algo").click()
             expect(form.locator("tr.metric").first.get_by_label("Regex")).to_have_value(
                 "loss=([0-9.e-]+)"
             )
+            expect(form.locator("tr.metric").first.get_by_label("Total")).to_have_value("1000")
             form.locator("#metric-definitions").scroll_into_view_if_needed()
             page.screenshot(path=screenshot_path(f"catalog-algorithm-charts-{scheme}-{width}"))
 
