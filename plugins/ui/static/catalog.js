@@ -50,7 +50,8 @@ function clearProblems(form, summary) {
 
 // The dialog ``dialog`` opened by each button with data-dialog="<its id>": the button's data-*
 // values fill the dialog's [data-fill] elements (names shown in its heading) and are given to
-// ``act(form, data)``, which sends and answers the API's answer; on success the page reloads.
+// ``act(form, data)``, which sends and answers the API's answer; on success the page reloads, or
+// goes to the button's data-then (a page whose object is gone).
 function formDialog(dialog, act) {
   const form = dialog.querySelector("form");
   const summary = dialog.querySelector(".dialog-problems");
@@ -74,7 +75,8 @@ function formDialog(dialog, act) {
     const answer = await act(form, data).catch((error) => ({ ok: false, status: 0, body: { detail: error.message } }));
     for (const button of buttons) button.disabled = false;
     if (answer.ok) {
-      window.location.reload();
+      if (data.then) window.location.assign(data.then);
+      else window.location.reload();
       return;
     }
     const first = showProblems(form, summary, answer);

@@ -95,6 +95,11 @@ def test_a_model_versions_lineage_both_ways(api: Api) -> None:
     assert f'<a href="/ui/tasks/{task["id"]}">uses-v3</a>' in page.text
     assert "manual__&lt;i&gt;x&lt;/i&gt;</a>" in page.text and "<i>x" not in page.text
     assert "<dt>Imported</dt><dd>by " in page.text  # made from: an import, not a run
+    # Delete from the version's own page, which then goes back to the repositories
+    assert _delete_url(page.text, "house-price-model v3") == (
+        "/api/v1/projects/demo/model-repositories/house-price-model/versions/3"
+    )
+    assert 'data-then="/ui/models"' in page.text and 'id="delete-dialog"' in page.text
     listed = api.client.get("/ui/models", headers=alice).text
     assert 'href="/ui/models/demo/house-price-model/10">v10</a>' in listed
     assert api.client.get("/ui/models/demo/house-price-model/99", headers=alice).status_code == 404

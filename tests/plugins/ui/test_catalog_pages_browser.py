@@ -243,10 +243,14 @@ def test_register_what_a_first_task_needs_and_follow_lineage(airflow: LiveAirflo
 
 def test_delete_through_the_dialog_says_what_still_uses_an_object(airflow: LiveAirflow) -> None:
     """Delete is confirmed in a dialog of the page; an algorithm a task uses is refused there,
-    naming the task; an unused model repository goes. In the dark theme at 1100 px."""
+    naming the task; a model version goes from its own page, which then leads back to the
+    repositories; an unused model repository goes. In the dark theme at 1100 px."""
     unused = _api(airflow, "POST", "/projects/demo/model-repositories",
                   json={"name": "delete-me", "description": "unused"})  # fmt: skip
     assert unused.status_code == 201, unused.text
+    version = _api(airflow, "POST", "/projects/demo/model-repositories/delete-me/versions",
+                   files={"files": ("model.txt", b"w = 1")})  # fmt: skip
+    assert version.status_code == 201, version.text
     with chromium() as browser:
         page = signed_in(browser.new_context(viewport={"width": 1100, "height": 800}), airflow)
         page.emulate_media(color_scheme="dark")
@@ -271,6 +275,14 @@ def test_delete_through_the_dialog_says_what_still_uses_an_object(airflow: LiveA
         _section(page, console, "models")
         page.emulate_media(color_scheme="light")
         repository = console.locator("article[data-repository=delete-me]")
+        repository.get_by_role("link", name="v1", exact=True).click()
+        version_page = console.locator("#model-version-page")
+        version_page.get_by_role("button", name="Delete delete-me v1").click()
+        expect(dialog.get_by_role("heading")).to_have_text("Delete delete-me v1?")
+        dialog.get_by_role("button", name="Delete").click()
+        expect(console.locator("#models-page")).to_be_visible()  # back to the repositories
+        expect(repository).to_be_visible()
+        expect(repository.get_by_role("link", name="v1", exact=True)).to_have_count(0)
         repository.get_by_role("button", name="Delete").click()
         expect(dialog.get_by_role("heading")).to_have_text("Delete model repository delete-me?")
         page.screenshot(path=screenshot_path("catalog-delete-confirm-light-1100"))
