@@ -234,13 +234,7 @@ class NodePodTrigger(BaseTrigger):
         the sidecar's last sync of it); the event that has the task start it again."""
         held_since = await self._started_at()
         self.log.info("deleting the pod to start it again: node %s was lost", restart.node)
-        await _cancelled(pod_end)
-        await self.pod_trigger.hook.delete_pod(
-            name=self.pod_trigger.pod_name,
-            namespace=self.pod_trigger.pod_namespace,
-            grace_period_seconds=self.grace_seconds,
-        )
-        await self._gone(within=self.grace_seconds + POD_END_MARGIN_SECONDS)
+        await self._delete_the_pod(pod_end)
         return TriggerEvent(
             {"status": RESTART, "name": self.pod_trigger.pod_name,
              "namespace": self.pod_trigger.pod_namespace, RESTART_KEY: restart.to_json(),
@@ -262,6 +256,11 @@ class NodePodTrigger(BaseTrigger):
     async def _take_the_pod_down(self, reason: str, pod_end: asyncio.Future[Any]) -> None:
         self.log.info("deleting the pod: %s", reason)
         await asyncio.to_thread(self.abort.record_stop, self.node_index, reason)
+        await self._delete_the_pod(pod_end)
+
+    async def _delete_the_pod(self, pod_end: asyncio.Future[Any]) -> None:
+        """Stop following the pod, delete it with the grace period (to save a checkpoint, and
+        for the sidecar's last sync) and wait until it is gone."""
         await _cancelled(pod_end)
         await self.pod_trigger.hook.delete_pod(
             name=self.pod_trigger.pod_name,

@@ -125,17 +125,6 @@ function uploadWithProgress(url, formData, onProgress) {
   });
 }
 
-function byteSize(bytes) {
-  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
-  let size = bytes;
-  let unit = 0;
-  while (size >= 1024 && unit < units.length - 1) {
-    size /= 1024;
-    unit += 1;
-  }
-  return `${unit ? size.toFixed(1) : size} ${units[unit]}`;
-}
-
 for (const size of document.querySelectorAll("[data-bytes]")) size.textContent = byteSize(Number(size.dataset.bytes));
 
 (function () {

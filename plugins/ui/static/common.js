@@ -24,6 +24,18 @@ async function sendJson(method, url, body) {
   return { status: answer.status, ok: answer.ok, body: json };
 }
 
+// A size in bytes as people read it: "512 B", "1.5 MiB".
+function byteSize(bytes) {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let size = bytes;
+  let unit = 0;
+  while (size >= 1024 && unit < units.length - 1) {
+    size /= 1024;
+    unit += 1;
+  }
+  return `${size.toFixed(unit ? 1 : 0)} ${units[unit]}`;
+}
+
 function element(tag, text, className) {
   const made = document.createElement(tag);
   if (text !== undefined) made.textContent = text;

@@ -22,17 +22,6 @@
     return `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
   }
 
-  function bytes(count) {
-    const units = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let value = count;
-    let unit = 0;
-    while (value >= 1024 && unit < units.length - 1) {
-      value /= 1024;
-      unit += 1;
-    }
-    return `${value.toFixed(unit ? 1 : 0)} ${units[unit]}`;
-  }
-
   function eta(shown) {
     if (shown.phase === "done") return "";
     if (shown.eta_seconds === null) {
@@ -61,7 +50,7 @@
 
   function detail(node) {
     if (node.phase === "staging" && node.bytes_total !== null) {
-      return `${bytes(node.bytes_done)} of ${bytes(node.bytes_total)}`;
+      return `${byteSize(node.bytes_done)} of ${byteSize(node.bytes_total)}`;
     }
     if (node.current === null) return node.phase === "training" ? "no progress reported" : "";
     return node.total === null ? `at ${node.current} (total unknown)` : `${node.current} of ${node.total}`;
