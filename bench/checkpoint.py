@@ -10,7 +10,10 @@ S3 server: Ceph's radosgw started on 127.0.0.1 by ``tests/radosgw.py``) it measu
   ``--every`` seconds (as the local launcher's node task does; a pod's sidecar runs the same
   code in a container of its own), against the same training without sync. Ratio: with / without
   (goal <= 1.05). The final sync after the training's end is shown apart (it is in the node's
-  grace period, not the training's time);
+  grace period, not the training's time). Where that time goes is shown in CPU seconds during
+  the synced training: the training's, the sync's (this process: hashing and sending, what a
+  node pays), and the S3 server's, which here shares the training's two cores (on a cluster it
+  runs elsewhere), each as a share of the training's;
 - restoring that checkpoint into an empty folder (``restore_checkpoint``: download, checksum
   verification, rename into place) against ``cp -r`` of the store's folder (local) or boto3's
   transfer manager with the same concurrency and part size (S3). Ratio: baseline time /
@@ -26,6 +29,8 @@ started after flushing written data to disk.
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -34,6 +39,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +56,7 @@ from hooks.local_store import LocalFolderStore
 from hooks.s3_store import S3Store
 from octotrain.run_layout import RunObjects
 from octotrain.storage import ObjectStore
+from tests.radosgw import pids_in
 
 MIB = 1024 * 1024
 GIB = 1024 * MIB
@@ -90,9 +97,35 @@ def products_for(seconds: float) -> int:
     return max(1, round(probe * seconds / max(work, 1e-3)))
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """User and system CPU time used so far by these processes (gone ones count 0)."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def own_and_children_cpu() -> tuple[float, float]:
+    """This process's CPU seconds (all its threads) and its ended children's."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time(), children.ru_utime + children.ru_stime
+
+
 class Bench:
-    def __init__(self, root: Path, store: ObjectStore, client: Any, arguments: Any) -> None:
+    def __init__(
+        self,
+        root: Path,
+        store: ObjectStore,
+        client: Any,
+        arguments: Any,
+        server_pids: Callable[[], list[int]] = list,
+    ) -> None:
         self.root, self.store, self.client = root, store, client
+        self.server_pids = server_pids
         self.saves = arguments.saves
         self.size = int(arguments.gib * GIB) // arguments.saves
         self.every = arguments.every
@@ -117,18 +150,23 @@ class Bench:
     def without_sync(self) -> float:
         return timed(lambda: self.train(self.fresh("checkpoint")))
 
-    def with_sync(self, objects: RunObjects) -> tuple[float, float]:
-        """The training's wall time with the sync beside it, and the final sync's."""
+    def with_sync(self, objects: RunObjects) -> tuple[float, float, tuple[float, float, float]]:
+        """The training's wall time with the sync beside it, the final sync's, and the CPU
+        seconds of the training, of the sync and of the S3 server while it trained."""
         self.store.delete_prefix(objects.prefix)
         folder = self.fresh("checkpoint")
         sync = CheckpointSync(self.store, objects=objects, run_id="bench", node_index=NODE,
                               folder=folder, every_seconds=self.every,
                               note=lambda _: None)  # fmt: skip
         background = BackgroundCheckpointSync(sync)
+        pids = self.server_pids()
+        (own, children), server = own_and_children_cpu(), cpu_seconds(pids)
         background.start()
         training = timed(lambda: self.train(folder))
+        (own_after, children_after), server_after = own_and_children_cpu(), cpu_seconds(pids)
         final = timed(background.finish)
-        return training, final
+        cpu = (children_after - children, own_after - own, server_after - server)
+        return training, final, cpu
 
     def restore(self, objects: RunObjects) -> None:
         restore_checkpoint(self.store, sources=[objects], objects=RunObjects(0, "restored"),
@@ -155,10 +193,11 @@ class Bench:
     def run(self, repeat: int) -> list[Figure]:
         objects = RunObjects(0, "bench")
         plain, synced, finals, restores, baselines = [], [], [], [], []
+        cpus: list[tuple[float, float, float]] = []
         for number in range(repeat):
             measures: list[Callable[[], None]] = [
                 lambda: plain.append(self.without_sync()),
-                lambda: _both(self.with_sync(objects), synced, finals),
+                lambda: _each(self.with_sync(objects), synced, finals, cpus),
             ]
             for measure in measures if number % 2 == 0 else measures[::-1]:
                 measure()
@@ -173,18 +212,28 @@ class Bench:
         without, training, final, restore, baseline = (
             statistics.median(x) for x in (plain, synced, finals, restores, baselines)
         )
+        trained, synced_cpu, served = (statistics.median(x) for x in zip(*cpus, strict=True))
         return [
             ("training without sync", without, 1.0),
             (f"training with sync every {self.every:g}s", training, training / without),
             ("final sync after the training", final, (training + final) / without),
+            ("  CPU s of the training meanwhile", trained, 1.0),
+            ("  CPU s of the sync (/ training's)", synced_cpu, synced_cpu / trained),
+            ("  CPU s of the S3 server (/ training's)", served, served / trained),
             ("baseline copy of the checkpoint", baseline, 1.0),
             ("restore_checkpoint", restore, baseline / restore),
         ]
 
 
-def _both(pair: tuple[float, float], first: list[float], second: list[float]) -> None:
-    first.append(pair[0])
-    second.append(pair[1])
+def _each(
+    measured: tuple[float, float, tuple[float, float, float]],
+    trainings: list[float],
+    finals: list[float],
+    cpus: list[tuple[float, float, float]],
+) -> None:
+    trainings.append(measured[0])
+    finals.append(measured[1])
+    cpus.append(measured[2])
 
 
 def run_backend(backend: str, arguments: argparse.Namespace) -> list[Figure]:
@@ -193,15 +242,17 @@ def run_backend(backend: str, arguments: argparse.Namespace) -> list[Figure]:
     with tempfile.TemporaryDirectory(prefix=f"bench-checkpoint-{backend}-") as scratch:
         root = Path(scratch)
         with server as endpoint:
+            server_pids: Callable[[], list[int]] = list
             if endpoint is not None:
                 client = endpoint.client()
                 client.create_bucket(Bucket="bench")
                 store: ObjectStore = S3Store(client=client, bucket="bench", prefix="o",
                                              concurrency=CONCURRENCY,
                                              multipart_chunk_mib=CHUNK_MIB)  # fmt: skip
+                server_pids = partial(pids_in, endpoint.folder)
             else:
                 client, store = None, LocalFolderStore(root / "objects")
-            return Bench(root, store, client, arguments).run(arguments.repeat)
+            return Bench(root, store, client, arguments, server_pids).run(arguments.repeat)
 
 
 def main() -> None:
@@ -218,10 +269,10 @@ def main() -> None:
         f"{arguments.compute_seconds:g}s of work before each; median of {arguments.repeat}; "
         f"concurrency {CONCURRENCY}, parts {CHUNK_MIB} MiB"
     )
-    print(f"{'backend':<8}{'measure':<36}{'seconds':>9}{'ratio':>8}")
+    print(f"{'backend':<8}{'measure':<40}{'seconds':>9}{'ratio':>8}")
     for backend in arguments.backends.split(","):
         for label, seconds, ratio in run_backend(backend, arguments):
-            print(f"{backend:<8}{label:<36}{seconds:>9.3f}{ratio:>7.2f}x")
+            print(f"{backend:<8}{label:<40}{seconds:>9.3f}{ratio:>7.2f}x")
 
 
 if __name__ == "__main__":
