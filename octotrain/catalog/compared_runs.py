@@ -5,6 +5,7 @@ comparable), and a task's retraining runs for its trend.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from sqlalchemy import select
@@ -19,6 +20,9 @@ from octotrain.tasks import Tasks
 # How Airflow started the runs of a retraining: the task's cron, or a new version of a dataset
 # it retrains on (Run.trigger).
 RETRAINING_TRIGGERS = ("scheduled", "asset_triggered")
+# The runs offered to add to a comparison: the project's latest, at most this many of a task.
+ADDABLE_RUNS = 200
+ADDABLE_RUNS_PER_TASK = 10
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,30 @@ def compared_runs(session: Session, scope: Scope, ids: list[int]) -> list[Compar
         ComparedRun(run=run, task=task, label=_label(run, task, with_task=several_tasks))
         for run, task in found
     ]
+
+
+def runs_to_add(
+    session: Session, scope: Scope, project: str, chosen: Collection[int]
+) -> list[tuple[TrainingTask, list[Run]]]:
+    """What a comparison of ``project``'s runs may add: the project's ``ADDABLE_RUNS`` latest
+    runs not chosen yet, at most ``ADDABLE_RUNS_PER_TASK`` of a task, by task name (runs of
+    several tasks of one project compare: they share its data and models)."""
+    tasks = {task.id: task for task in Tasks(session, scope).list(project)}
+    latest = session.scalars(
+        select(Run)
+        .where(Run.task_id.in_(tasks), Run.id.not_in(chosen))
+        .order_by(Run.started_at.desc(), Run.id.desc())
+        .limit(ADDABLE_RUNS)
+    )
+    by_task: dict[int, list[Run]] = {}
+    for run in latest:
+        runs = by_task.setdefault(run.task_id, [])
+        if len(runs) < ADDABLE_RUNS_PER_TASK:
+            runs.append(run)
+    return sorted(
+        ((tasks[task_id], runs) for task_id, runs in by_task.items()),
+        key=lambda item: (item[0].name, item[0].id),
+    )
 
 
 def retraining_runs(session: Session, scope: Scope, task_id: int, limit: int) -> list[Run]:

@@ -12,6 +12,11 @@ const $ = (id) => document.getElementById(id);
 const drawn = [];  // {chart, redraw()}: drawn anew when Airflow's theme changes
 const FEW_POINTS = 40;
 
+// The runs offered to add say when they started, in Airflow's format and timezone.
+for (const option of document.querySelectorAll(".add-run option[data-started]")) {
+  option.textContent += `, started ${formatDateTime(option.dataset.started)}`;
+}
+
 function notice(text, problem = false) {
   $("notices").append(element("div", text, problem ? "notice problem" : "notice"));
 }

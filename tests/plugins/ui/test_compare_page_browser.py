@@ -6,16 +6,26 @@ answered on the page, naming the field."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from playwright.sync_api import Page, expect
 
+from octotrain.catalog.compared_runs import ADDABLE_RUNS_PER_TASK
 from plugins.api.app import create_app
 from tests.browser import chromium, screenshot_path, serving
 from tests.plugins.api.conftest import Api, token
-from tests.plugins.api.test_compare_routes import ACCURACY, START, loss, new_run, new_task
+from tests.plugins.api.test_compare_routes import (
+    ACCURACY,
+    BOBS_TASK,
+    START,
+    loss,
+    new_run,
+    new_task,
+    runs,
+)
 
 DAY = timedelta(days=1)
 
@@ -101,10 +111,58 @@ def test_comparing_runs_in_a_browser(api: Api) -> None:
         page.locator("#only-differing").check()
         expect(page.locator("#compare-table tr.parameter:visible")).to_have_count(1)
 
+        # A run of another task of the project is added from the page, then one is removed
+        other = new_task(api, "compare-other")
+        added = new_run(other, "o1", started_at=START + 3 * DAY, parameters={"lr": 0.05},
+                        charts={"loss": decaying(1.0, 40)})  # fmt: skip
+        page.reload()
+        expect(page.locator("#compare-page")).to_have_attribute("data-loaded", "true")
+        offered = page.get_by_label("Run to add")
+        expect(offered.locator(f"option[value='{added}']")).to_contain_text(
+            f"compare-other · run {added}, success, started 2026-11-04"
+        )
+        offered.select_option(str(added))
+        page.get_by_role("button", name="Add", exact=True).click()
+        page.wait_for_url(f"**/ui/compare?runs={first},{second},{added}")
+        expect(page.locator("#compare-page")).to_have_attribute("data-loaded", "true")
+        labels = [f"compare-browser · run {first}", f"compare-browser · run {second}",
+                  f"compare-other · run {added}"]  # fmt: skip
+        expect(page.locator("#compare-table thead th a:not(.remove-run)")).to_have_text(labels)
+        assert series_names(page, "#charts [data-chart=loss]") == labels
+        page.screenshot(path=screenshot_path("compare-page-added-dark"), full_page=True)
+        page.get_by_role("link", name=f"Remove {labels[0]} from the comparison").click()
+        page.wait_for_url(f"**/ui/compare?runs={second},{added}")
+        expect(page.locator("#compare-table a.remove-run")).to_have_count(0)  # two stay two
+
         page.goto(f"{base}/ui/compare?runs={first}")
         expect(page.locator("[data-error-for=runs]")).to_contain_text("runs: compare 2 to 8 runs")
         page.emulate_media(color_scheme="light")
         page.screenshot(path=screenshot_path("compare-page-refused"), full_page=True)
+
+
+@pytest.mark.parametrize("api", ["sqlite"], indirect=True)
+def test_runs_to_add_are_the_project_s_latest_a_few_a_task(api: Api) -> None:
+    task, other = new_task(api, "compare-add-a"), new_task(api, "compare-add-b")
+    chosen = [new_run(task, f"a{number}", started_at=START + number * DAY) for number in (1, 2)]
+    others = [new_run(other, f"b{number}", started_at=START + number * DAY) for number in range(12)]
+    bobs = new_run(new_task(api, "compare-add-bob", "bob", BOBS_TASK), "x")  # never offered
+    alice = api.as_user("alice")
+    page = api.client.get(f"/ui/compare?runs={runs(*chosen)}", headers=alice).text
+    group = page.split('label="compare-add-b"')[1].split("</optgroup>")[0]
+    offered = [int(value) for value in re.findall(r'<option value="(\d+)"', group)]
+    assert offered == others[::-1][:ADDABLE_RUNS_PER_TASK]  # the latest ten, newest first
+    assert 'label="compare-add-a"' not in page  # its two runs are compared already
+    assert f'value="{bobs}"' not in page
+    added = api.client.get(
+        f"/ui/compare?runs={runs(*chosen)}&add={others[0]}", headers=alice, follow_redirects=False
+    )
+    assert added.status_code == 303
+    assert added.headers["location"] == f"compare?runs={runs(*chosen, others[0])}"
+    eight = runs(*chosen, *others[:6])
+    full = api.client.get(f"/ui/compare?runs={eight}", headers=alice).text
+    assert 'class="add-run"' not in full  # eight runs: no more to add
+    too_many = api.client.get(f"/ui/compare?runs={eight}&add={others[7]}", headers=alice)
+    assert too_many.status_code == 400 and "compare 2 to 8 runs" in too_many.text
 
 
 @pytest.mark.parametrize("api", ["sqlite"], indirect=True)
