@@ -240,6 +240,15 @@
     }
     const schedule = field("schedule").value.trim();
     document_.schedule = schedule === "" ? null : schedule;
+    // Limits and restarts: an empty field is none (the task's default), sent as null so that
+    // saving an edited task clears it.
+    for (const name of ["max_wait_seconds", "max_training_seconds", "max_node_restarts"]) {
+      document_[name] = numberOrText(field(name)) ?? null;
+    }
+    const hangAfter = numberOrText(field("hang_after_seconds"));
+    document_.hang_detection = hangAfter === undefined
+      ? null
+      : { after_seconds: hangAfter, stop_when_hung: field("stop_when_hung").checked };
     for (const input of form.querySelectorAll("[name^='parameters.']")) {
       const name = input.name.slice("parameters.".length);
       if (input.dataset.kind === "bool") document_.parameters[name] = input.checked;
@@ -263,6 +272,8 @@
     training_kind: "Training kind", input_models: "Input model versions",
     model_repository: "Output model repository", data_inputs: "Data inputs", mounts: "Resource mounts",
     schedule: "Cron schedule", retrain_on: "Retrain on", parameters: "Parameters", env: "Environment variables",
+    max_wait_seconds: "Longest wait for resources", max_training_seconds: "Longest training",
+    max_node_restarts: "Restarts after a lost node", hang_detection: "Hung when silent for",
   };
   function labelOf(key) {
     const [head, ...rest] = key.split(".");
@@ -361,6 +372,13 @@
     radio.checked = radio.value === (start.training_kind || "regular");
   }
   field("schedule").value = start.schedule || "";
+  for (const name of ["max_wait_seconds", "max_training_seconds", "max_node_restarts"]) {
+    if (start[name] !== undefined && start[name] !== null) field(name).value = start[name];
+  }
+  if (start.hang_detection) {
+    field("hang_after_seconds").value = start.hang_detection.after_seconds;
+    field("stop_when_hung").checked = Boolean(start.hang_detection.stop_when_hung);
+  }
   showData((start.data_inputs || []).map(refValue), (start.mounts || []).map(refValue), start.retrain_on || []);
   showAlgorithm(start.parameters || {}, start.env || {});
   showKind();

@@ -34,17 +34,28 @@ def test_create_see_an_error_run_and_stop_in_the_console(airflow: LiveAirflow) -
         page.select_option("select[name=algorithm]", "slow-training")
         page.select_option("select[name=model_repository]", "house-price-model")
         page.check("input[name=data_inputs][value='dataset:house-prices:v1']")
+        page.fill("input[name=max_training_seconds]", "0")
         page.click("#create")
         error = page.locator("[data-error-for=node_count]")
         expect(error).to_contain_text("must be at most 4 for resource spec 'cpu-small', got 9")
+        expect(page.locator("[data-error-for=max_training_seconds]")).to_contain_text(
+            "must be a whole number of seconds from 1 to 2592000 (30 days)"
+        )
         expect(page.locator("#form-problems")).to_be_visible()
         page.screenshot(path=screenshot_path("console-form-error"), full_page=True)
 
         page.fill("input[name=node_count]", "1")
+        page.fill("input[name=max_training_seconds]", "3600")
+        page.fill("input[name=hang_after_seconds]", "600")
+        page.check("input[name=stop_when_hung]")
         page.click("#create")
         page.wait_for_url(re.compile(r"/octotrain/ui/tasks/\d+$"))
         expect(page.get_by_role("heading", name=re.compile("console-task"))).to_be_visible()
         expect(page.locator("#task-page[data-ready=true]")).to_be_attached()
+        expect(page.locator("#task-limits")).to_have_text(
+            "wait for resources no limit · training 3600 s · restarts after a lost node "
+            "2 (default) · hung when silent 600 s, then stopped"
+        )
 
         page.click("#run-now")
         row = page.locator("#runs tbody tr").first

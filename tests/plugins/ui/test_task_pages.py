@@ -70,6 +70,24 @@ def test_the_task_page_shows_defaults_environment_and_the_training_in_words(api:
     assert 'id="task-mounts">—' in page
 
 
+def test_the_task_page_and_its_form_show_its_limits_and_restarts(api: Api) -> None:
+    limits = {"max_wait_seconds": 900, "max_node_restarts": 0,
+              "hang_detection": {"after_seconds": 120, "stop_when_hung": False}}  # fmt: skip
+    task = _task_with_choices(api, "limits-task", **limits)
+    alice = api.as_user("alice")
+    page = api.client.get(f"/ui/tasks/{task['id']}", headers=alice).text
+    shown = re.search(r'<dd id="task-limits">(.*?)</dd>', page, re.S).group(1)
+    assert shown == (
+        "wait for resources 900 s · training no limit · restarts after a lost node 0 · "
+        "hung when silent 120 s, reported"
+    )
+    form = api.client.get(f"/ui/tasks/{task['id']}/edit", headers=alice).text
+    for name in ("max_wait_seconds", "max_training_seconds", "max_node_restarts",
+                 "hang_after_seconds", "stop_when_hung"):  # fmt: skip
+        assert f'name="{name}"' in form, name
+    assert 'data-error-for="hang_detection"' in form
+
+
 def test_incremental_training_names_its_input_and_its_repository_once_each(api: Api) -> None:
     with default_catalog().session() as session:
         repository = session.scalars(
