@@ -182,7 +182,9 @@
   function showRunSettings() {
     const settings = document.getElementById("run-settings");
     settings.append(settingInput("node_count", "Nodes", saved.node_count || 1, "int"),
-                    settingInput("priority", "Priority (higher runs first)", saved.priority || 0, "int"));
+                    settingInput("priority", "Priority (higher runs first)", saved.priority || 0, "int"),
+                    settingInput("max_wait_seconds", "Longest wait, s", saved.max_wait_seconds, "int"),
+                    settingInput("max_training_seconds", "Longest training, s", saved.max_training_seconds, "int"));
     for (const declaration of (algorithm && algorithm.parameters) || []) {
       const value = (saved.parameters || {})[declaration.name] ?? declaration.default;
       settings.append(settingInput(declaration.name, declaration.name, value, declaration.type,

@@ -117,6 +117,7 @@ def test_run_now_with_choices_and_the_runs_own_page(airflow: LiveAirflow) -> Non
 
         console.locator("#run-settings").get_by_label("shuffle").check()
         console.locator("#run-settings select[name=optimizer]").select_option("adam")
+        console.locator("#run-settings").get_by_label("Longest training, s").fill("7200")
         _both_themes(page, "task-page-run-now-choices")
         console.locator("#run-now").click()
         row = console.locator("#runs tbody tr").first
@@ -133,6 +134,7 @@ def test_run_now_with_choices_and_the_runs_own_page(airflow: LiveAirflow) -> Non
         expect(console.locator("#run-parameters")).to_contain_text("shuffle=true")
         expect(console.locator("#run-phase .state").first).to_contain_text("validate")
         expect(console.locator("#run-conf")).to_contain_text('optimizer="adam"')
+        expect(console.locator("#run-conf")).to_contain_text("max_training_seconds=7200")
         _both_themes(page, "run-page")
         dag_run = f"/dags/{dag_id}/runs/{quote(airflow_run, safe='')}"
         console.get_by_role("link", name="Metrics").click()
