@@ -59,8 +59,9 @@ class CollectPodLogsOperator(TrainingStageOperator):
             pods = runs.pods({LABEL_RUN: run_label(plan), LABEL_NODE: node_index})
             pod = pods[-1] if pods else None
             events = runs.events(pod["metadata"]["name"]) if pod else []
+            report = read_json(store, objects.exit_report(node_index)) or {}
             log = self._supplemental(
-                store, plan, names, pod, events, abort.stopped_because(node_index)
+                store, plan, names, pod, events, abort.stopped_because(node_index), report
             )
             _ensure_logs(store, objects, names)
             earlier = tuple(restarts.notes(node_index))
@@ -69,8 +70,8 @@ class CollectPodLogsOperator(TrainingStageOperator):
                 failure = pod_end_class(
                     pod,
                     stopped=abort.stopped_because(node_index) is not None,
-                    time_limited=_time_limited(store, objects, node_index, pod),
-                    hung="hung" in (read_json(store, objects.exit_report(node_index)) or {}),
+                    time_limited=_time_limited(report, pod),
+                    hung="hung" in report,
                     staging_error=staging_error_in(read_text(store, objects.log(names.init)) or ""),
                 )
                 done = what_was_done(
@@ -103,9 +104,11 @@ class CollectPodLogsOperator(TrainingStageOperator):
         pod: dict[str, Any] | None,
         events: list[dict[str, Any]],
         stop_reason: str | None,
+        report: dict[str, Any],
     ) -> SupplementalLog | None:
+        """The node's supplemental log from its pod, events and wrapper's exit ``report``; None
+        when it ended well."""
         objects, node_index = plan.objects, names.node_index
-        report = read_json(store, objects.exit_report(node_index)) or {}
         stopped_by_wrapper = "time_limit" in report or "hung" in report
         if report.get("exit_status") == 0 and stop_reason is None and not stopped_by_wrapper:
             return None
@@ -134,12 +137,9 @@ class CollectPodLogsOperator(TrainingStageOperator):
             end_run(session, run_id=plan.catalog_run_id, state=state, reason=message)
 
 
-def _time_limited(
-    store: ObjectStore, objects: RunObjects, node_index: str, pod: dict[str, Any] | None
-) -> bool:
-    """Whether a time limit ended the node: its wrapper's (its exit report says which) or the
-    pod's deadline, which backs it up."""
-    report = read_json(store, objects.exit_report(node_index)) or {}
+def _time_limited(report: dict[str, Any], pod: dict[str, Any] | None) -> bool:
+    """Whether a time limit ended the node: its wrapper's (its exit ``report`` says which) or
+    the pod's deadline, which backs it up."""
     reason = ((pod or {}).get("status") or {}).get("reason")
     return "time_limit" in report or reason == "DeadlineExceeded"
 

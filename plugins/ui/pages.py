@@ -34,10 +34,12 @@ from octotrain.catalog.projects import Projects
 from octotrain.catalog.views import RunView, TaskView
 from octotrain.contracts import task_id_from_dag_id
 from octotrain.errors import NotFound
+from octotrain.restarts import DEFAULT_MAX_NODE_RESTARTS, MAX_NODE_RESTARTS
 from octotrain.run_lifecycle import ACTIVE_RUN_STATES, find_run
 from octotrain.task_choices import task_form_choices
 from octotrain.task_spec import MAX_VERSION_NUMBER
 from octotrain.tasks import Tasks
+from octotrain.time_limits import MAX_LIMIT_SECONDS
 from plugins.api.auth import CurrentScope
 from plugins.octotrain_plugin import CONSOLE_ROUTE, URL_PREFIX
 from plugins.ui.task_list import (
@@ -90,6 +92,12 @@ def _utc_iso(moment: datetime) -> str:
 
 
 _templates.filters["iso"] = _utc_iso
+# The task rules' limits, for the form's hints and the task page's defaults.
+_templates.globals.update(
+    default_node_restarts=DEFAULT_MAX_NODE_RESTARTS,
+    max_node_restarts=MAX_NODE_RESTARTS,
+    max_limit_seconds=MAX_LIMIT_SECONDS,
+)
 # The list shows a task's latest runs; its page shows them all.
 RECENT_RUNS = 3
 AirflowId = Annotated[str, PathParameter(min_length=1, max_length=250)]
