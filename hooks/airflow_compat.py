@@ -23,7 +23,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from airflow.api.common.delete_dag import delete_dag
 from airflow.api.common.mark_tasks import set_dag_run_state_to_failed
 from airflow.api_fastapi.app import get_auth_manager
 from airflow.api_fastapi.auth.managers.base_auth_manager import BaseAuthManager
@@ -135,18 +134,12 @@ def dag_model(session: Session, *, dag_id: str) -> DagModel | None:
 
 
 def retire_dag_model(model: DagModel) -> None:
-    """Pause the DAG and mark it stale, as the dag-processor does to a DAG gone from its file.
-    Internal: ``DagModel.is_paused`` and ``DagModel.is_stale``; the REST API can pause, but
-    nothing public marks a DAG stale."""
-    model.is_paused = True
+    """Mark the DAG stale, as the dag-processor does to a DAG gone from its file: Airflow's
+    trigger then answers 404 and its scheduler starts no run of it. It is not paused: a parse
+    already under way may mark it fresh again until the next one, and a run triggered then
+    must start (and fail at once in ``dags/deleted_tasks.py``), not wait while paused.
+    Internal: ``DagModel.is_stale``; nothing public marks a DAG stale."""
     model.is_stale = True
-
-
-def delete_dag_records(session: Session, *, dag_id: str) -> None:
-    """Delete the DAG from the metadata DB as ``DELETE /api/v2/dags/{dag_id}`` does; raises
-    ``AirflowException`` while task instances of it still run.
-    Internal: ``airflow.api.common.delete_dag.delete_dag``."""
-    delete_dag(dag_id, session=session)
 
 
 def fail_dag_run(session: Session, run: DagRun) -> None:

@@ -163,22 +163,18 @@ class AirflowRestClient:
         return True
 
     def retire_dag(self, dag_id: str, *, reason: str) -> str:
-        """After its task was deleted: delete the DAG from Airflow (its trigger then answers
-        404 and no run of it is left waiting), as the plugin does in-process
-        (``hooks.dag_parsing.retire_task_dag``); says what was done.
+        """After its task was deleted: end the DAG's queued and running runs (marked failed,
+        with ``reason`` as their note) and ask for a parse of its file; says what was done.
+        Airflow's dag-processor then marks the DAG stale, once it has seen it gone from its
+        file for ``[dag_processor] stale_dag_threshold`` (about a minute by default); a run
+        that starts before fails at once in the stand-in of ``dags/deleted_tasks.py``.
 
-        While task instances of it still run Airflow refuses (409): its queued and running
-        runs are then marked failed, with ``reason`` as their note, and a parse is requested,
-        after which Airflow retires the DAG. It is not paused (this door cannot mark it stale
-        as the plugin does, and a paused DAG's triggered runs would wait for ever): a run that
-        starts before the parse fails at once in the stand-in of ``dags/deleted_tasks.py``.
+        The DAG is not deleted (``DELETE /api/v2/dags/{dag_id}``): one file holds every task's
+        DAG, and on SQLite a delete while the dag-processor saves that file's DAGs kills it
+        (the plugin's ``hooks.dag_parsing.retire_task_dag`` marks it stale at once instead,
+        which nothing in the REST API can). Nor is it paused: a paused DAG's triggered runs
+        would wait for ever.
         """
-        try:
-            self._call("DELETE", f"/api/v2/dags/{dag_id}")
-            return "deleted its DAG in Airflow"
-        except AirflowApiError as error:
-            if error.status != 409:
-                raise
         runs = self._call(
             "GET", f"/api/v2/dags/{dag_id}/dagRuns", params={"state": ["queued", "running"]}
         ).json()["dag_runs"]
@@ -191,7 +187,10 @@ class AirflowRestClient:
         except AirflowApiError as error:
             if error.status != 409:  # 409: a parse of the file is already requested
                 raise
-        return f"ended {len(runs)} unfinished run(s) of its DAG in Airflow"
+        return (
+            f"ended {len(runs)} unfinished run(s) of its DAG in Airflow, whose dag-processor "
+            "retires the DAG once it sees it gone from its file"
+        )
 
     def add_run_note(self, dag_id: str, run_id: str, *, note: str) -> None:
         """Add ``note`` to the run's note, after what it said (which stays), as

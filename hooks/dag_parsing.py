@@ -11,14 +11,11 @@ from __future__ import annotations
 import logging
 from pathlib import PurePosixPath
 
-from airflow.exceptions import AirflowException
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.orm import Session
 
 from hooks.airflow_compat import (
     dag_file_of_prefix,
     dag_model,
-    delete_dag_records,
     fail_dag_run,
     metadata_session,
     request_parse,
@@ -59,37 +56,30 @@ def retire_task_dag(dag_id: str, *, reason: str) -> bool:
     """Make a deleted task's DAG untriggerable now, and leave none of its runs waiting.
 
     Without this the DAG stays triggerable until the next parse, and a run started meanwhile
-    waits on a DAG its task runner cannot find. The DAG is deleted from Airflow's metadata
-    DB as Airflow's ``DELETE /api/v2/dags/{dag_id}`` does (its trigger then answers 404, and a
-    later task that gets the same id on SQLite starts afresh). While task instances of it still
-    run, Airflow refuses that: the DAG is then paused and marked stale (what the dag-processor
-    does to a DAG gone from its file), and each queued or running run is marked failed as
-    Airflow's "mark failed" does, with ``reason`` as its note. A parse is requested either way.
+    waits on a DAG its task runner cannot find. The DAG is paused and marked stale, what the
+    dag-processor does to a DAG gone from its file (Airflow's trigger then answers 404), and
+    each queued or running run is marked failed as Airflow's "mark failed" does, with
+    ``reason`` as its note; then a parse is requested. Its record and its runs' history stay,
+    as Airflow keeps them for a DAG removed from its file, and no later task gets its id
+    (``training_tasks`` ids are never reused).
+
+    The DAG is not deleted as ``DELETE /api/v2/dags/{dag_id}`` would: one file holds every
+    task's DAG, and on SQLite (no row locks) a delete between the dag-processor's reading of
+    that file's DAG records and its update of them kills the dag-processor (``StaleDataError``).
 
     False when Airflow's metadata DB cannot be reached: the next parse retires the DAG, and a
     run that starts meanwhile fails at once (``dags/deleted_tasks.py``).
     """
     try:
         with metadata_session() as session:
-            if dag_model(session, dag_id=dag_id) is not None:
-                _retire(session, dag_id, reason)
+            found = dag_model(session, dag_id=dag_id)
+            if found is not None:
+                retire_dag_model(found)
+                for run in unfinished_dag_runs(session, dag_id=dag_id):
+                    fail_dag_run(session, run)
+                    set_run_note(run, note=reason, user_id=None)
     except SQLAlchemyError as error:
         log.warning("could not retire the DAG %s in Airflow: %s", dag_id, error)
         return False
     request_tasks_reparse()
     return True
-
-
-def _retire(session: Session, dag_id: str, reason: str) -> None:
-    try:
-        with session.begin_nested():
-            delete_dag_records(session, dag_id=dag_id)
-        return
-    except AirflowException:  # task instances still run
-        pass
-    found = dag_model(session, dag_id=dag_id)
-    assert found is not None
-    retire_dag_model(found)
-    for run in unfinished_dag_runs(session, dag_id=dag_id):
-        fail_dag_run(session, run)
-        set_run_note(run, note=reason, user_id=None)

@@ -378,7 +378,9 @@ class TrainingTask(Base):
     reported by name when the task runs."""
 
     __tablename__ = "training_tasks"
-    __table_args__ = (UniqueConstraint("project_id", "name"),)
+    # Its id names its Airflow DAG, which outlives it (retired, with its runs' history): SQLite
+    # must not give a deleted task's id to the next one (PostgreSQL's sequence never does).
+    __table_args__ = (UniqueConstraint("project_id", "name"), {"sqlite_autoincrement": True})
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="RESTRICT"))

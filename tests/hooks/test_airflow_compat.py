@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from airflow.api.common.delete_dag import delete_dag
 from airflow.api.common.mark_tasks import set_dag_run_state_to_failed
 from airflow.api_fastapi.app import get_auth_manager
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity, DagDetails
@@ -98,10 +97,6 @@ def test_dag_run_model() -> None:
 def test_dag_model() -> None:
     has_columns(DagModel, "dag_id", "is_stale", "is_paused", "has_import_errors",
                 "bundle_name", "relative_fileloc")  # fmt: skip
-
-
-def test_delete_dag() -> None:
-    takes(delete_dag, "dag_id", "session")
 
 
 def test_serialized_dag_model_get_dag() -> None:
@@ -269,7 +264,7 @@ def test_an_event_of_an_asset_no_dag_is_scheduled_on_is_not_registered(
         assert airflow_compat.register_asset_event(session, uri=uri, extra={}) is None
 
 
-def test_a_retired_dag_is_paused_and_stale_and_its_run_failed(parsed_dag: str) -> None:
+def test_a_retired_dag_is_stale_not_paused_and_its_run_failed(parsed_dag: str) -> None:
     now = datetime.datetime.now(datetime.UTC)
     with airflow_compat.metadata_session() as session:
         dag = SerializedDagModel.get_dag(parsed_dag, session=session)
@@ -285,7 +280,7 @@ def test_a_retired_dag_is_paused_and_stale_and_its_run_failed(parsed_dag: str) -
             airflow_compat.fail_dag_run(session, run)
     with airflow_compat.metadata_session() as session:
         model = airflow_compat.dag_model(session, dag_id=parsed_dag)
-        assert model is not None and (model.is_paused, model.is_stale) == (True, True)
+        assert model is not None and (model.is_paused, model.is_stale) == (False, True)
         assert airflow_compat.unfinished_dag_runs(session, dag_id=parsed_dag) == []
         run = airflow_compat.find_dag_run(session, dag_id=parsed_dag, run_id="manual__1")
         assert run is not None and str(run.state) == "failed"

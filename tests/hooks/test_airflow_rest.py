@@ -76,3 +76,20 @@ def test_other_errors_are_not_repeated(failure: httpx.Response) -> None:
     with pytest.raises(AirflowApiError):
         client_answering(answer).trigger("octotrain_task_1")
     assert len(tries) == 1
+
+
+def test_retiring_ends_the_runs_and_asks_for_a_parse_but_deletes_nothing() -> None:
+    calls: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        calls.append(f"{request.method} {request.url.path}")
+        if request.url.path == DAG_RUNS:
+            return httpx.Response(200, json={"dag_runs": [{"dag_run_id": "manual__1"}]})
+        if request.url.path.endswith("/details"):
+            return httpx.Response(200, json={"file_token": "token"})
+        return httpx.Response(200, json={})
+
+    said = client_answering(answer).retire_dag("octotrain_task_1", reason="deleted by alice")
+    assert said.startswith("ended 1 unfinished run(s) of its DAG in Airflow")
+    assert f"PATCH {DAG_RUNS}/manual__1" in calls and "PUT /api/v2/parseDagFile/token" in calls
+    assert not [call for call in calls if call.startswith("DELETE")]  # it would race the parse

@@ -1,6 +1,6 @@
 """Retiring a deleted task's DAG in Airflow's metadata DB (this test process's own, SQLite):
-deleted outright when nothing of it runs, else paused, marked stale and its unfinished runs
-failed with the reason; either way nothing is left triggerable or waiting."""
+marked stale and its unfinished runs failed with the reason, so nothing is left triggerable
+or waiting; never deleted, which would race the dag-processor's update of the DAG's file."""
 
 from __future__ import annotations
 
@@ -59,14 +59,7 @@ def runs(session: object) -> dict[str, tuple[str, str | None]]:
     return {run.run_id: (str(run.state), run.note) for run in found}
 
 
-def test_a_dag_with_nothing_running_is_deleted_with_its_runs(parsed_dag: str) -> None:
-    assert retire_task_dag(parsed_dag, reason="training task 'x' was deleted by alice")
-    with create_session() as session:
-        assert session.get(DagModel, parsed_dag) is None
-        assert runs(session) == {}
-
-
-def test_while_a_task_instance_runs_the_dag_is_paused_stale_and_its_runs_failed(
+def test_the_dag_is_kept_stale_and_its_unfinished_runs_failed_with_the_reason(
     parsed_dag: str,
 ) -> None:
     with create_session() as session:
@@ -75,9 +68,31 @@ def test_while_a_task_instance_runs_the_dag_is_paused_stale_and_its_runs_failed(
     assert retire_task_dag(parsed_dag, reason="training task 'x' was deleted by alice")
     with create_session() as session:
         dag = session.get(DagModel, parsed_dag)
-        assert dag is not None and dag.is_paused and dag.is_stale
+        assert dag is not None and dag.is_stale
         reason = "training task 'x' was deleted by alice"
         assert runs(session) == {"manual__1": ("failed", reason), "manual__2": ("failed", reason)}
         run = session.scalars(select(DagRun).where(DagRun.run_id == "manual__1")).one()
         states = {ti.task_id: ti.state for ti in run.get_task_instances(session=session)}
         assert states == {"validate": "failed", "stage_data": "skipped"}
+
+
+def test_a_parse_under_way_still_saves_the_dag_of_a_task_deleted_meanwhile(
+    parsed_dag: str, tmp_path: Path
+) -> None:
+    """The dag-processor reads the file's DAG records, then updates them: a retirement in
+    between must leave a record to update (a deleted one raised ``StaleDataError`` there and
+    killed the dag-processor)."""
+    from airflow import settings
+    from airflow.dag_processing.collection import DagModelOperation
+    from sqlalchemy.orm import Session
+
+    bag = DagBag(dag_folder=str(tmp_path))
+    operation = DagModelOperation(bundle_name="dags-folder", bundle_version=None,
+                                  dags={DAG_ID: bag.dags[DAG_ID]})  # fmt: skip
+    with Session(settings.engine) as parsing, parsing.begin():  # the dag-processor's own
+        records = operation.find_orm_dags(session=parsing)
+        assert retire_task_dag(parsed_dag, reason="deleted")
+        records[DAG_ID].last_parsed_time = datetime.datetime.now(datetime.UTC)
+        parsing.flush()  # what every parse saves
+    with create_session() as session:
+        assert session.get(DagModel, parsed_dag) is not None

@@ -1,11 +1,14 @@
 """The catalog schema on SQLite and PostgreSQL: migrations, constraints, the demo seed."""
 
+from pathlib import Path
+
 import pytest
 from sqlalchemy import inspect, select
 from sqlalchemy.exc import IntegrityError
 
 from hooks.catalog import CatalogHook
 from hooks.local_store import LocalFolderStore
+from octotrain.catalog import migrate
 from octotrain.catalog.models import (
     Dataset,
     DatasetVersion,
@@ -14,6 +17,8 @@ from octotrain.catalog.models import (
     ModelVersionSource,
     ModelVersionStatus,
     Project,
+    Run,
+    RunState,
     TrainingTask,
 )
 from tests.factories import seed
@@ -52,6 +57,59 @@ def test_the_migrations_make_the_schema_the_models_declare(catalog: CatalogHook)
     with catalog.engine.connect() as connection:
         differences = compare_metadata(MigrationContext.configure(connection), Base.metadata)
     assert differences == []
+
+
+def copy_of(task: TrainingTask, name: str) -> TrainingTask:
+    return TrainingTask(project_id=task.project_id, name=name, spec=task.spec)
+
+
+def test_a_deleted_task_s_id_is_never_given_to_a_later_task(
+    catalog: CatalogHook, store: LocalFolderStore
+) -> None:
+    """The id names the task's Airflow DAG, which outlives the task: SQLite would otherwise
+    give the newest task's id again after it was deleted."""
+    seed(catalog, store)
+    with catalog.session() as session:
+        newest = copy_of(session.scalars(select(TrainingTask)).one(), "newest")
+        session.add(newest)
+    with catalog.session() as session:
+        session.delete(session.get(TrainingTask, newest.id))
+    with catalog.session() as session:
+        later = copy_of(session.scalars(select(TrainingTask)).one(), "later")
+        session.add(later)
+    assert later.id > newest.id
+
+
+def test_upgrading_a_sqlite_catalog_to_ids_never_reused_keeps_every_task_and_run(
+    tmp_path: Path, store: LocalFolderStore
+) -> None:
+    """The upgrade copies ``training_tasks``; with foreign keys on, dropping the old copy
+    would have deleted every run (``ON DELETE CASCADE``)."""
+    catalog = CatalogHook(f"sqlite:///{tmp_path / 'catalog.db'}")
+    migrate.upgrade(catalog.engine, "0008")  # the same columns as the models: seed writes them
+    seed(catalog, store)
+    with catalog.session() as session:
+        task = session.scalars(select(TrainingTask)).one()
+        newest = copy_of(task, "newest")
+        session.add_all([newest, *(Run(task=task, airflow_run_id=f"r{n}", state=RunState.SUCCESS,
+                                         node_count=1) for n in (1, 2))])  # fmt: skip
+    before = _rows(catalog)
+    catalog.migrate()
+    assert _rows(catalog) == before and before == ([task.id, newest.id], 2)
+    with catalog.session() as session:
+        assert session.connection().exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+        session.delete(session.get(TrainingTask, newest.id))
+    with catalog.session() as session:
+        later = copy_of(task, "later")
+        session.add(later)
+    assert later.id > newest.id
+    catalog.dispose()
+
+
+def _rows(catalog: CatalogHook) -> tuple[list[int], int]:
+    with catalog.session() as session:
+        tasks = session.scalars(select(TrainingTask.id).order_by(TrainingTask.id)).all()
+        return list(tasks), len(session.scalars(select(Run.id)).all())
 
 
 def test_demo_seed_is_idempotent(catalog: CatalogHook, store: LocalFolderStore) -> None:
