@@ -21,7 +21,6 @@ derived, and a regex is refused when it does not compile, is longer than
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Collection, Mapping
 from typing import Any
@@ -36,6 +35,7 @@ from octotrain.metrics_meta import (
     MAX_SERIES,
     NAME,
     NAME_RULE,
+    chart_total,
 )
 from octotrain.parameters import PARAMETER_NAME_PATTERN
 from octotrain.regex_risk import backtracking_risk, compile_error
@@ -91,7 +91,7 @@ class MetricDefinition(Document):
         if isinstance(value, str):
             if PARAMETER_NAME.fullmatch(value) is None:
                 raise ValueError(f"{value!r} must be a number above 0 or a parameter's name")
-        elif value is not None and not 0 < value < math.inf:
+        elif value is not None and chart_total(value) is None:
             raise ValueError(f"{value} must be a number above 0 or a parameter's name")
         return value
 
@@ -122,10 +122,9 @@ class MetricDefinition(Document):
     def total_of(self, parameters: Mapping[str, Any]) -> float | None:
         """The chart's total for a run with these parameter values: the number declared, or
         the named parameter's value; None when there is none, or it is not above 0."""
-        value = parameters.get(self.total) if isinstance(self.total, str) else self.total
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return None
-        return float(value) if 0 < value < math.inf else None
+        return chart_total(
+            parameters.get(self.total) if isinstance(self.total, str) else self.total
+        )
 
     def chart_meta(self, parameters: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The chart as ``metrics.json`` declares it (DESIGN.md "Contract: METRICS"), for a run

@@ -149,15 +149,22 @@ def _chart(meta: Any, where: str) -> tuple[ChartMeta | None, list[FieldProblem]]
     if x and x in (series or ys):
         problems.append(FieldProblem(f"{where}.x", f"'{x}' is also a line of the chart"))
     total = meta.get("total")
-    if total is not None and (
-        isinstance(total, bool) or not isinstance(total, int | float) or not 0 < total < math.inf
-    ):
+    if total is not None and chart_total(total) is None:
         problems.append(FieldProblem(f"{where}.total", f"{_shown(total)} must be a number above 0"))
     if problems:
         return None, problems
     chart = ChartMeta(chart_name, x, ys, series, str(description), smooth, with_timestamp,
-                      None if total is None else float(total))  # fmt: skip
+                      chart_total(total))  # fmt: skip
     return chart, []
+
+
+def chart_total(value: object) -> float | None:
+    """``value`` as a chart's total (the x at which the training ends): a finite number above
+    0, not a bool; None for anything else. The one rule of a total, declared in a chart's meta
+    or in an algorithm's metric definition."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+        return None
+    return float(value)
 
 
 def _flag(meta: dict[str, Any], key: str, where: str, problems: list[FieldProblem]) -> bool:
