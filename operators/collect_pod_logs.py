@@ -60,19 +60,22 @@ class CollectPodLogsOperator(TrainingStageOperator):
             pod = pods[-1] if pods else None
             events = runs.events(pod["metadata"]["name"]) if pod else []
             report = read_json(store, objects.exit_report(node_index)) or {}
-            log = self._supplemental(
-                store, plan, names, pod, events, abort.stopped_because(node_index), report
-            )
+            stop_reason = abort.stopped_because(node_index)
+            failed = not _ended_well(report, stop_reason)
+            init_log = (read_text(store, objects.log(names.init)) or "") if failed else ""
             _ensure_logs(store, objects, names)
             earlier = tuple(restarts.notes(node_index))
-            if log is not None:
+            if failed:
+                log = self._supplemental(
+                    store, plan, names, pod, events, stop_reason, report, init_log
+                )
                 reasons[node_index] = log.reason
                 failure = pod_end_class(
                     pod,
-                    stopped=abort.stopped_because(node_index) is not None,
+                    stopped=stop_reason is not None,
                     time_limited=_time_limited(report, pod),
                     hung="hung" in report,
-                    staging_error=staging_error_in(read_text(store, objects.log(names.init)) or ""),
+                    staging_error=staging_error_in(init_log),
                 )
                 done = what_was_done(
                     failure, attempt=restarts.latest(), max_restarts=plan.max_node_restarts
@@ -105,13 +108,11 @@ class CollectPodLogsOperator(TrainingStageOperator):
         events: list[dict[str, Any]],
         stop_reason: str | None,
         report: dict[str, Any],
-    ) -> SupplementalLog | None:
-        """The node's supplemental log from its pod, events and wrapper's exit ``report``; None
-        when it ended well."""
+        init_log: str,
+    ) -> SupplementalLog:
+        """The supplemental log of a node that did not end well, from its pod, events, its
+        wrapper's exit ``report`` and its init container's log."""
         objects, node_index = plan.objects, names.node_index
-        stopped_by_wrapper = "time_limit" in report or "hung" in report
-        if report.get("exit_status") == 0 and stop_reason is None and not stopped_by_wrapper:
-            return None
         assert plan.resources is not None
         end = NodeEnd(
             node_index=node_index,
@@ -120,7 +121,7 @@ class CollectPodLogsOperator(TrainingStageOperator):
             stop_reason=stop_reason,
             startup_timeout_seconds=kubernetes_config().startup_timeout_seconds,
             exit_report=report,
-            init_log=read_text(store, objects.log(names.init)) or "",
+            init_log=init_log,
             max_wait_seconds=plan.max_wait_seconds,
             max_training_seconds=plan.max_training_seconds,
             active_deadline_seconds=pod_deadline(
@@ -135,6 +136,12 @@ class CollectPodLogsOperator(TrainingStageOperator):
         state = RunState.STOPPED if stopped else RunState.FAILED
         with default_catalog().session() as session:
             end_run(session, run_id=plan.catalog_run_id, state=state, reason=message)
+
+
+def _ended_well(report: dict[str, Any], stop_reason: str | None) -> bool:
+    """The training exited 0 by itself: not stopped, and not by its wrapper (time, hang)."""
+    stopped_by_wrapper = "time_limit" in report or "hung" in report
+    return report.get("exit_status") == 0 and stop_reason is None and not stopped_by_wrapper
 
 
 def _time_limited(report: dict[str, Any], pod: dict[str, Any] | None) -> bool:
