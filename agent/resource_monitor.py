@@ -89,6 +89,8 @@ class ResourceMonitor:
                 memory = sum(process.memory_info().rss for process in tree)
             except psutil.Error:
                 return
+            if memory == 0:  # exited, not yet reaped: a zombie holds no memory
+                return
             sample: dict[str, Any] = {
                 "timestamp": time.time(),
                 "cpu_percent": round(cpu, 1),

@@ -39,6 +39,22 @@ def test_a_busy_process_is_sampled(tmp_path: Path) -> None:
         assert missing == [["pynvml"]]  # named once, so the page can say so
 
 
+def test_a_training_that_exited_unreaped_gets_no_empty_sample(tmp_path: Path) -> None:
+    """Between its exit and its parent's wait the process is a zombie, whose memory psutil
+    reads as 0: a sample then would drop the chart to 0 at the end."""
+    process = subprocess.Popen([sys.executable, "-c", BUSY.format(seconds=0.3)])
+    path = tmp_path / "resources.jsonl"
+    monitor = ResourceMonitor(process.pid, path, every=0.1)
+    monitor.start()
+    deadline = time.monotonic() + 10
+    while not monitor.done.is_set() and monitor.thread.is_alive():  # it stops by itself
+        assert time.monotonic() < deadline, "the monitor kept sampling a zombie"
+        monitor.thread.join(timeout=0.1)
+    process.wait()
+    samples = [json.loads(line) for line in path.read_text().splitlines()]
+    assert all(sample["memory_bytes"] > 0 for sample in samples if "memory_bytes" in sample)
+
+
 def test_a_short_training_still_gets_a_sample(tmp_path: Path) -> None:
     lines = samples_of(0.9, tmp_path / "resources.jsonl")  # shorter than the sampling period
     assert any("cpu_percent" in line for line in lines)
