@@ -1,5 +1,6 @@
-"""Checksums of stored files (BLAKE3, 256 bits, hex), computed as the bytes pass so that
-recording and verifying them never costs a second read of the data.
+"""Checksums of stored files (BLAKE3, 256 bits, hex), computed from the file in place
+(memory-mapped) on a core the transfer leaves free, or just after it while the bytes are still
+in the page cache, so that recording and verifying them never costs a second read from disk.
 
 BLAKE3 hashes at several GB/s on one core (and in parallel over a large file), so that
 verifying a download costs less than the download itself.
@@ -10,7 +11,6 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import BinaryIO
 
 from blake3 import blake3
 
@@ -109,44 +109,3 @@ def _copy_range(reader: int, writer: int, count: int, offset: int) -> int:
     except OSError:
         data = os.pread(reader, count, offset)
         return os.pwrite(writer, data, offset)
-
-
-class HashingReader:
-    """A file read front to back, hashing what is read. It says it cannot seek, so that a
-    transfer manager reads it in order (and uploads the parts it reads in parallel)."""
-
-    def __init__(self, handle: BinaryIO) -> None:
-        self.handle = handle
-        self.digest = blake3()
-
-    def read(self, size: int = -1) -> bytes:
-        data = self.handle.read(size)
-        self.digest.update(data)
-        return data
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return False
-
-
-class HashingWriter:
-    """A file written front to back, hashing what is written. It says it cannot seek, so that
-    a transfer manager downloads ranges in parallel but writes them in order."""
-
-    def __init__(self, handle: BinaryIO) -> None:
-        self.handle = handle
-        self.digest = blake3()
-        self.size = 0
-
-    def write(self, data: bytes) -> int:
-        self.digest.update(data)
-        self.size += len(data)
-        return self.handle.write(data)
-
-    def writable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return False

@@ -5,7 +5,8 @@
 password (or a role to assume, a profile ...) and, for MinIO, the endpoint as
 ``{"endpoint_url": "http://minio:9000"}`` in its extra. Transfers go through boto3's transfer
 manager: multipart uploads and parallel ranged downloads above ``multipart_chunk_mib``, with
-the checksum (BLAKE3) computed as the bytes pass. Transient failures (the store unreachable, 5xx,
+the checksum (BLAKE3) of a file computed in place, by a second core, while it is uploaded, and
+of a download once its ranges are written. Transient failures (the store unreachable, 5xx,
 throttling) are retried with exponential backoff; then ``ObjectStoreUnavailable`` says so.
 """
 
@@ -32,7 +33,7 @@ from tenacity import (
     wait_exponential,
 )
 
-from hooks.hashing_io import HashingReader, HashingWriter
+from hooks.hashing_io import file_checksum
 from octotrain.storage import (
     ObjectInfo,
     ObjectNotFound,
@@ -140,13 +141,20 @@ class S3Store:
             raise ObjectStoreError(f"cannot {what} at {self.url}: {error}") from None
 
     def put_file(self, key: str, source: Path) -> ObjectInfo:
+        """Upload ``source`` as the transfer manager's threads read its parts in parallel,
+        while this thread hashes it in place. The file must not change meanwhile: callers that
+        upload files still being written compare its stat around the upload (checkpoints)."""
         full = self._key(key)
 
         def upload() -> str:
-            with source.open("rb") as handle:
-                reader = HashingReader(handle)
-                self.manager.upload(reader, self.bucket, full).result()
-            return reader.digest.hexdigest()
+            transfer = self.manager.upload(str(source), self.bucket, full)
+            try:
+                checksum = file_checksum(source)
+            except BaseException:
+                transfer.cancel()
+                raise
+            transfer.result()
+            return checksum
 
         digest = self._retrying(f"write {key}", upload, key=key)
         size = source.stat().st_size
@@ -165,22 +173,22 @@ class S3Store:
         # Not the destination's name plus a suffix: that name may already be 255 bytes long.
         partial = destination.with_name(f".octotrain-download-{uuid.uuid4().hex[:12]}.part")
 
-        def download() -> HashingWriter:
+        def download() -> None:
             subscribers = [_ProgressSubscriber(progress)] if progress else None
-            with partial.open("wb") as handle:
-                writer = HashingWriter(handle)
-                self.manager.download(self.bucket, full, writer, subscribers=subscribers).result()
-            return writer
+            # To a path, not a stream: the manager's threads write their ranges in place, in
+            # parallel, instead of queueing them for one writer in order.
+            self.manager.download(self.bucket, full, str(partial), subscribers=subscribers).result()
 
         try:
-            writer = self._retrying(f"read {key}", download, key=key)
+            self._retrying(f"read {key}", download, key=key)
+            digest = file_checksum(partial)
         except BaseException:
             partial.unlink(missing_ok=True)
             raise
-        digest = writer.digest.hexdigest()
         checked_digest(key, checksum, digest, partial)
+        size = partial.stat().st_size
         partial.replace(destination)
-        return ObjectInfo(key=key, size=writer.size, modified=0.0, checksum=digest)
+        return ObjectInfo(key=key, size=size, modified=0.0, checksum=digest)
 
     def list(self, prefix: str) -> list[ObjectInfo]:
         base = self._key(prefix.rstrip("/")) + "/"

@@ -4,10 +4,13 @@ and MinIO/S3 (an S3-compatible server on 127.0.0.1)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from blake3 import blake3
+from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 
 from hooks.local_store import LocalFolderStore
 from hooks.object_store import object_store_from_url, upload_folder
@@ -167,3 +170,39 @@ def test_keys_up_to_the_announced_limit_round_trip(any_store: ObjectStore, tmp_p
         assert copy.read_bytes() == written.encode()
         assert [path.name for path in copy.parent.iterdir()] == [copy.name]
         any_store.delete_prefix(written.split("/", 1)[0])
+
+
+def test_a_download_cut_off_midway_leaves_no_file(s3_bucket: str, tmp_path: Path) -> None:
+    """The parts are written in place by the transfer manager's threads: when a part is
+    refused (the credentials revoked midway), the download fails, named, and nothing it wrote
+    stays in the folder."""
+    store = s3_store_from_url(s3_bucket, attempts=2, first_wait_seconds=0.05)
+    store = S3Store(client=store.client, bucket=store.bucket, prefix="octotrain",
+                    multipart_chunk_mib=5, attempts=2, first_wait_seconds=0.05)  # fmt: skip
+    store.put_file("m/big.bin", write(tmp_path / "big.bin", os.urandom(12 * MIB)))
+    ranges: list[bytes] = []
+
+    def refuse_after_the_first_part(request: AWSPreparedRequest, **_: object) -> Any:
+        ranges.append(request.headers.get("Range", b""))
+        if len(ranges) == 1:
+            return None  # sent to the server
+        return AWSResponse(request.url, 403, {}, _Refusal())
+
+    store.client.meta.events.register("before-send.s3.GetObject", refuse_after_the_first_part)
+    target = tmp_path / "out" / "big.bin"
+    with pytest.raises(ObjectStoreError, match=r"cannot read m/big\.bin .*AccessDenied"):
+        store.get_file("m/big.bin", target)
+    assert ranges[0].startswith(b"bytes=0-")  # a ranged, multipart download was cut
+    assert list(target.parent.iterdir()) == []
+
+
+class _Refusal:
+    """The body of an S3 error answer, as botocore reads one."""
+
+    content = (
+        b"<?xml version='1.0' encoding='UTF-8'?><Error><Code>AccessDenied</Code>"
+        b"<Message>Access Denied</Message></Error>"
+    )
+
+    def stream(self) -> Iterator[bytes]:
+        yield self.content
