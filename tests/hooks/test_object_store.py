@@ -192,7 +192,8 @@ def test_a_download_cut_off_midway_leaves_no_file(s3_bucket: str, tmp_path: Path
     target = tmp_path / "out" / "big.bin"
     with pytest.raises(ObjectStoreError, match=r"cannot read m/big\.bin .*AccessDenied"):
         store.get_file("m/big.bin", target)
-    assert ranges[0].startswith(b"bytes=0-")  # a ranged, multipart download was cut
+    # A ranged, multipart download was cut (its threads send the parts in any order).
+    assert len(ranges) > 1 and all(part.startswith(b"bytes=") for part in ranges)
     assert list(target.parent.iterdir()) == []
 
 
