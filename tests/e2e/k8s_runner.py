@@ -206,6 +206,9 @@ def setup() -> dict[str, int]:
             )
             for mode in ("", "-sync")
         },
+        "node-lost": add_task(
+            catalog, name="node-lost", algorithm="checkpoints-every-step", parameters={}
+        ),
         "restart-limit": add_task(
             catalog,
             name="restart-limit",

@@ -2,9 +2,9 @@
 operators, triggers and pods (``tests/e2e/k8s_runner.py``: each node's launch task in a process
 of its own, its deferrals run there as the triggerer would). A 2-node run whose node 1 is
 evicted mid-training is started again, both nodes, from their checkpoints, and finishes with
-the model of an uninterrupted run; the task's restart limit is honoured; a training that fails
-on its own is not started again (``test_kubernetes_run``'s failing nodes, which now also say
-their failure class)."""
+the model of an uninterrupted run, as does one whose machine is lost under both nodes; the
+task's restart limit is honoured; a training that fails on its own is not started again
+(``test_kubernetes_run``'s failing nodes, which now also say their failure class)."""
 
 from __future__ import annotations
 
@@ -141,6 +141,50 @@ def test_a_node_evicted_mid_training_restarts_the_run_from_its_checkpoints(
     model = cluster.root / "fetched" / f"{task}-model.txt"
     cluster.store.get_file(f"{_objects(plan).output('distributed-0')}/model.txt", model)
     assert model.read_text() == "weights after 80 steps"  # as an uninterrupted run's
+    assert len(cluster.created_for(tasks[task])) == 4  # each node's pod, twice
+    assert cluster.pods_of(tasks[task]) == []
+
+
+# Deferred launch tasks only: the eviction test covers both ways a restart reaches a node.
+@pytest.mark.parametrize("mode", ["deferrable"])
+def test_a_lost_node_restarts_the_run_from_the_checkpoints_synced_before(
+    cluster: Cluster,
+    tasks: dict[str, int],
+    env: dict[str, str],
+    mode: str,
+) -> None:
+    """The machine under both nodes dies: every container killed at once (no grace, no last
+    sync) and the pods deleted by the pod garbage collector. Both nodes start again on the node
+    that replaced it, from what their sidecars had synced, and the run ends as an uninterrupted
+    one would."""
+    assert cluster.emulator is not None
+    task = _task("node-lost", mode)
+    plan = _prepare(cluster, task, env)
+    workers = {node: launch_in_background(cluster, plan, node, 1, env) for node in NODES}
+    for node in NODES:
+        _checkpointed_pod(cluster, plan, node, 30, workers)
+    cluster.emulator.lose_node()
+    outputs = _ended(workers)
+    assert all(worker.returncode == 0 for worker in workers.values()), outputs
+    collected = cluster.runner("collect", str(plan), env=env)
+    assert results_of(collected) == [{"failed_nodes": []}], collected.stderr[-4000:]
+    result = {"task_id": tasks[task], "run": {"run_key": _objects(plan).run_key}}
+    for node in NODES:
+        train = stored(cluster, result, names(result, node).train)
+        started_at = [int(line.rsplit(" ", 1)[1]) for line in train.splitlines()
+                      if " starts at step " in line]  # fmt: skip
+        assert started_at[0] == 0 and started_at[-1] > 30, train  # from a synced checkpoint
+        assert "step 80" in train
+    ends = [stored(cluster, result, names(result, node).supplemental) for node in NODES]
+    assert all("restart 1 of at most 2" in end for end in ends), ends
+    # The node whose launch task saw its pod gone first asked for the restart; the other's
+    # then took its own pod down for it (gone already) and started it again with the first.
+    assert any("its pod was lost (deleted before its end could be read" in end
+               and "failure class lost" in end for end in ends), ends  # fmt: skip
+    assert any("stopped to be started again with every node" in end for end in ends), ends
+    model = cluster.root / "fetched" / f"{task}-model.txt"
+    cluster.store.get_file(f"{_objects(plan).output('distributed-0')}/model.txt", model)
+    assert model.read_text() == "weights after 80 steps"
     assert len(cluster.created_for(tasks[task])) == 4  # each node's pod, twice
     assert cluster.pods_of(tasks[task]) == []
 
