@@ -22,8 +22,15 @@ S3 server: Ceph's radosgw started on 127.0.0.1 by ``tests/radosgw.py``) it measu
 Each figure is the median of ``--repeat`` runs, the two sides taking turns to go first, each
 started after flushing written data to disk.
 
+Where the CPUs are: in a pod the training has the CPUs of its limit to itself, the sidecar runs
+on the node's others (its own request), and the S3 server is elsewhere. So by default the
+training (both sides) runs on ``--training-cpus`` CPUs (all but one; its math library told to
+use that many threads), and this process, its sync and the S3 server on the rest.
+``--training-cpus 0`` shares every CPU among them all instead: on a 2-core machine that
+measures how much CPU the local S3 server and the sync take from a training that uses both.
+
     uv run python -m bench.checkpoint [--gib 1] [--saves 16] [--every 5] [--repeat 3]
-        [--backends local,s3]
+        [--backends local,s3] [--training-cpus N]
 """
 
 from __future__ import annotations
@@ -64,6 +71,8 @@ NODE = "single-0"
 # A training: argv = folder, saves, bytes per save, matrix products between two saves.
 TRAINING = """
 import os, sys
+if cpus := os.environ.get("BENCH_TRAINING_CPUS"):
+    os.sched_setaffinity(0, {int(cpu) for cpu in cpus.split(",")})
 import numpy as np
 folder, saves, size, products = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 state = os.urandom(size)
@@ -77,11 +86,33 @@ for step in range(1, saves + 1):
         handle.write(state)
     os.replace(temporary, os.path.join(folder, f"step-{step}.bin"))
 """
+# What numpy's math libraries read for their number of threads.
+MATH_THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 # (what, seconds, ratio)
 Figure = tuple[str, float, float]
 
 
-def products_for(seconds: float) -> int:
+def training_env(cpus: set[int]) -> dict[str, str]:
+    """The training's environment: on ``cpus`` only, with as many math threads (none: every
+    CPU, the library's own choice)."""
+    if not cpus:
+        return dict(os.environ)
+    threads = {name: str(len(cpus)) for name in MATH_THREADS}
+    return os.environ | threads | {"BENCH_TRAINING_CPUS": ",".join(map(str, sorted(cpus)))}
+
+
+def split_cpus(training: int) -> set[int]:
+    """The CPUs the training gets (the first ``training`` of this process's) and, as a side
+    effect, this process (its sync threads, and the S3 server it starts) moved to the others;
+    nothing pinned when ``training`` is 0 or leaves no CPU over."""
+    available = sorted(os.sched_getaffinity(0))
+    if training <= 0 or training >= len(available):
+        return set()
+    os.sched_setaffinity(0, set(available[training:]))
+    return set(available[:training])
+
+
+def products_for(seconds: float, env: dict[str, str]) -> int:
     """How many matrix products take about ``seconds`` here, now: the training's work is then
     a fixed amount, so that any slowing by the sync shows in its wall time."""
     probe = 40
@@ -89,7 +120,7 @@ def products_for(seconds: float) -> int:
 
     def elapsed(products: int) -> float:
         started = time.perf_counter()
-        subprocess.run([*command, str(products)], check=True)
+        subprocess.run([*command, str(products)], check=True, env=env)
         return time.perf_counter() - started
 
     work = elapsed(probe) - elapsed(0)  # less the process's start
@@ -129,7 +160,8 @@ class Bench:
         self.saves = arguments.saves
         self.size = int(arguments.gib * GIB) // arguments.saves
         self.every = arguments.every
-        self.products = products_for(arguments.compute_seconds)
+        self.env = training_env(arguments.training_cpu_set)
+        self.products = products_for(arguments.compute_seconds, self.env)
         self.config = TransferConfig(
             multipart_threshold=CHUNK_MIB * MIB,
             multipart_chunksize=CHUNK_MIB * MIB,
@@ -145,7 +177,7 @@ class Bench:
     def train(self, folder: Path) -> None:
         command = [sys.executable, "-c", TRAINING, str(folder), str(self.saves), str(self.size),
                    str(self.products)]  # fmt: skip
-        subprocess.run(command, check=True)
+        subprocess.run(command, check=True, env=self.env)
 
     def without_sync(self) -> float:
         return timed(lambda: self.train(self.fresh("checkpoint")))
@@ -263,11 +295,18 @@ def main() -> None:
     parser.add_argument("--every", type=float, default=5.0, help="seconds between syncs")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--backends", default="local,s3")
+    parser.add_argument(
+        "--training-cpus", type=int, default=len(os.sched_getaffinity(0)) - 1,
+        help="CPUs of the training's own (the rest: the sync, the S3 server); 0: all shared",
+    )  # fmt: skip
     arguments = parser.parse_args()
+    arguments.training_cpu_set = split_cpus(arguments.training_cpus)
+    cpus = sorted(arguments.training_cpu_set)
+    where = f"the training on CPUs {cpus}, the rest on the others" if cpus else "CPUs shared"
     print(
         f"{arguments.gib:g} GiB of checkpoints in {arguments.saves} files, about "
         f"{arguments.compute_seconds:g}s of work before each; median of {arguments.repeat}; "
-        f"concurrency {CONCURRENCY}, parts {CHUNK_MIB} MiB"
+        f"concurrency {CONCURRENCY}, parts {CHUNK_MIB} MiB; {where}"
     )
     print(f"{'backend':<8}{'measure':<40}{'seconds':>9}{'ratio':>8}")
     for backend in arguments.backends.split(","):
