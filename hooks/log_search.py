@@ -10,6 +10,7 @@ compile is refused with grep's reason.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import shutil
@@ -28,6 +29,9 @@ from octotrain.log_text import MAX_LINE_CHARS, display_text
 _ENTRY = re.compile(rb"(\d+)([:-])(\d+)[:-]")
 # Longest stretch of one output line kept: a match inside a binary blob shows its start only.
 _KEEP_BYTES = 4 * MAX_LINE_CHARS
+# The pipe that streams an object to grep holds this much (Linux's default: 64 KiB), so that
+# the download and grep hand over megabytes at a time, not 16 pages.
+_PIPE_BYTES = 1024 * 1024
 
 
 def grep_binary() -> str:
@@ -119,6 +123,9 @@ def _run(
     ) as process:  # fmt: skip
         feeder = None
         if chunks is not None:
+            assert process.stdin is not None
+            with contextlib.suppress(OSError, AttributeError):  # not Linux, or over its limit
+                fcntl.fcntl(process.stdin.fileno(), fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
             feeder = threading.Thread(target=_feed, args=(process.stdin, chunks), daemon=True)
             feeder.start()
         found = _read_hits(process.stdout, log, start, query.context)
@@ -136,11 +143,15 @@ def _environment(query: SearchQuery) -> dict[str, str]:
 
 
 def _feed(pipe: IO[bytes], chunks: Iterator[bytes]) -> None:
-    """Stream an object to grep; grep may stop reading early (its limit reached)."""
+    """Stream an object to grep, each chunk written straight to the pipe (no buffer between);
+    grep may stop reading early (its limit reached)."""
     with contextlib.suppress(BrokenPipeError):
         try:
+            descriptor = pipe.fileno()
             for chunk in chunks:
-                pipe.write(chunk)
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(descriptor, view) :]
         finally:
             pipe.close()
 
