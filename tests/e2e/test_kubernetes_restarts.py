@@ -107,6 +107,34 @@ def _ended(workers: dict[str, Any]) -> dict[str, str]:
     }
 
 
+def _succeeded(
+    cluster: Cluster, workers: dict[str, Any], plan: Path, task_id: int, env: dict[str, str]
+) -> dict[str, Any]:
+    """The run (as ``stored`` takes it) once every node's launch task ended well and the logs
+    were collected with no node failed."""
+    outputs = _ended(workers)
+    assert all(worker.returncode == 0 for worker in workers.values()), outputs
+    collected = cluster.runner("collect", str(plan), env=env)
+    assert results_of(collected) == [{"failed_nodes": []}], collected.stderr[-4000:]
+    return {"task_id": task_id, "run": {"run_key": _objects(plan).run_key}}
+
+
+def _steps_started_at(train: str) -> list[int]:
+    """The step each start of the training went on from (0: from scratch)."""
+    return [
+        int(line.rsplit(" ", 1)[1]) for line in train.splitlines() if " starts at step " in line
+    ]
+
+
+def _ended_as_if_uninterrupted(cluster: Cluster, plan: Path, task: str, task_id: int) -> None:
+    """The model an uninterrupted run writes; each node's pod made twice, none left."""
+    model = cluster.root / "fetched" / f"{task}-model.txt"
+    cluster.store.get_file(f"{_objects(plan).output('distributed-0')}/model.txt", model)
+    assert model.read_text() == "weights after 80 steps"
+    assert len(cluster.created_for(task_id)) == 4
+    assert cluster.pods_of(task_id) == []
+
+
 def test_a_node_evicted_mid_training_restarts_the_run_from_its_checkpoints(
     cluster: Cluster,
     tasks: dict[str, int],
@@ -119,15 +147,10 @@ def test_a_node_evicted_mid_training_restarts_the_run_from_its_checkpoints(
     workers = {node: launch_in_background(cluster, plan, node, 1, env) for node in NODES}
     evicted = _checkpointed_pod(cluster, plan, "distributed-1", 40, workers)  # half way
     cluster.emulator.evict(evicted, NAMESPACE)
-    outputs = _ended(workers)
-    assert all(worker.returncode == 0 for worker in workers.values()), outputs
-    collected = cluster.runner("collect", str(plan), env=env)
-    assert results_of(collected) == [{"failed_nodes": []}], collected.stderr[-4000:]
-    result = {"task_id": tasks[task], "run": {"run_key": _objects(plan).run_key}}
+    result = _succeeded(cluster, workers, plan, tasks[task], env)
     for node in NODES:
         train = stored(cluster, result, names(result, node).train)
-        started_at = [int(line.rsplit(" ", 1)[1]) for line in train.splitlines()
-                      if " starts at step " in line]  # fmt: skip
+        started_at = _steps_started_at(train)
         assert started_at[0] == 0 and len(started_at) == 2, train
         assert started_at[1] > 40, train  # from its checkpoint, not from scratch
         assert "step 80" in train
@@ -138,11 +161,7 @@ def test_a_node_evicted_mid_training_restarts_the_run_from_its_checkpoints(
     assert "failure class lost" in lost
     other = stored(cluster, result, names(result, "distributed-0").supplemental)
     assert "stopped to be started again with every node" in other
-    model = cluster.root / "fetched" / f"{task}-model.txt"
-    cluster.store.get_file(f"{_objects(plan).output('distributed-0')}/model.txt", model)
-    assert model.read_text() == "weights after 80 steps"  # as an uninterrupted run's
-    assert len(cluster.created_for(tasks[task])) == 4  # each node's pod, twice
-    assert cluster.pods_of(tasks[task]) == []
+    _ended_as_if_uninterrupted(cluster, plan, task, tasks[task])
 
 
 # Deferred launch tasks only: the eviction test covers both ways a restart reaches a node.
@@ -164,15 +183,10 @@ def test_a_lost_node_restarts_the_run_from_the_checkpoints_synced_before(
     for node in NODES:
         _checkpointed_pod(cluster, plan, node, 30, workers)
     cluster.emulator.lose_node()
-    outputs = _ended(workers)
-    assert all(worker.returncode == 0 for worker in workers.values()), outputs
-    collected = cluster.runner("collect", str(plan), env=env)
-    assert results_of(collected) == [{"failed_nodes": []}], collected.stderr[-4000:]
-    result = {"task_id": tasks[task], "run": {"run_key": _objects(plan).run_key}}
+    result = _succeeded(cluster, workers, plan, tasks[task], env)
     for node in NODES:
         train = stored(cluster, result, names(result, node).train)
-        started_at = [int(line.rsplit(" ", 1)[1]) for line in train.splitlines()
-                      if " starts at step " in line]  # fmt: skip
+        started_at = _steps_started_at(train)
         assert started_at[0] == 0 and started_at[-1] > 30, train  # from a synced checkpoint
         assert "step 80" in train
     ends = [stored(cluster, result, names(result, node).supplemental) for node in NODES]
@@ -182,11 +196,7 @@ def test_a_lost_node_restarts_the_run_from_the_checkpoints_synced_before(
     assert any("its pod was lost (deleted before its end could be read" in end
                and "failure class lost" in end for end in ends), ends  # fmt: skip
     assert any("stopped to be started again with every node" in end for end in ends), ends
-    model = cluster.root / "fetched" / f"{task}-model.txt"
-    cluster.store.get_file(f"{_objects(plan).output('distributed-0')}/model.txt", model)
-    assert model.read_text() == "weights after 80 steps"
-    assert len(cluster.created_for(tasks[task])) == 4  # each node's pod, twice
-    assert cluster.pods_of(tasks[task]) == []
+    _ended_as_if_uninterrupted(cluster, plan, task, tasks[task])
 
 
 # Deferred launch tasks only: the eviction test covers both ways a restart reaches a node.
