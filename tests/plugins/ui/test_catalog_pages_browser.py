@@ -23,6 +23,8 @@ from tests.plugins.ui.inside_airflow import signed_in
 
 SECTIONS = {"algorithms": "Algorithms", "datasets": "Datasets", "caches": "Caches",
             "models": "Model repositories"}  # fmt: skip
+# Airflow's address bar while the console shows a task's page
+CONSOLE_TASK_URL = r"/plugin/octotrain-tasks/octotrain/ui/tasks/\d+$"
 
 
 def _api(airflow: LiveAirflow, method: str, path: str, **options: Any) -> httpx.Response:
@@ -207,6 +209,10 @@ def test_register_what_a_first_task_needs_and_follow_lineage(airflow: LiveAirflo
         page.screenshot(path=screenshot_path("catalog-model-lineage"), full_page=True)
         lineage.locator("section.used-by").get_by_role("link", name="catalog-incremental").click()
         expect(console.locator("#task-page")).to_be_visible()
+        # Back once Airflow's address bar has followed the iframe (it does so on the iframe's
+        # load event, replacing its history entry): before that, the entry Back leaves differs
+        # from the one it returns to in the iframe only, and Playwright waits for the top page
+        expect(page).to_have_url(re.compile(CONSOLE_TASK_URL))
         page.go_back()
         made_from.get_by_role("link", name=run_id).click()  # into Airflow, by its router
         expect(page).to_have_url(re.compile(f"/dags/{dag_id_for(task_id)}/runs/.+$"))
@@ -215,6 +221,7 @@ def test_register_what_a_first_task_needs_and_follow_lineage(airflow: LiveAirflo
         # The DAG's docs link back to the task's page in the console (Airflow opens a docs
         # link in a new tab)
         made_from.get_by_role("link", name=re.compile(".")).first.click()  # the task
+        expect(page).to_have_url(re.compile(CONSOLE_TASK_URL))
         console.locator("#task-page h1 a.dag-link").click()
         expect(page).to_have_url(re.compile(f"/dags/{dag_id_for(task_id)}$"))
         page.get_by_role("button", name="Dag Docs").click()
