@@ -49,8 +49,9 @@ MIB = 1024 * 1024
 GIB = 1024 * MIB
 CONCURRENCY = 8
 CHUNK_MIB = 16
-# (what, seconds, ratio)
-Figure = tuple[str, float, float]
+# (what, median seconds, ratio, every round's seconds): the rounds show the spread, which on
+# a machine shared with the S3 server can move a median more than the code does.
+Figure = tuple[str, float, float, list[float]]
 
 
 def write_random(path: Path, size: int) -> None:
@@ -183,9 +184,7 @@ class Bench:
             workers=CONCURRENCY,
         )
 
-    def staging(
-        self, label: str, source: StageSource, repeat: int
-    ) -> list[tuple[str, float, float]]:
+    def staging(self, label: str, source: StageSource, repeat: int) -> list[Figure]:
         baselines, colds, warms = [], [], []
         for number in range(repeat):
             self.fresh("runs")
@@ -199,9 +198,9 @@ class Bench:
             warms.append(timed(lambda cache=cache: self.stage(source, cache)))
         baseline, cold, warm = (statistics.median(x) for x in (baselines, colds, warms))
         return [
-            (f"stage {label}: baseline", baseline, 1.0),
-            (f"stage {label}: cold cache", cold, baseline / cold),
-            (f"stage {label}: warm cache", warm, warm / cold),
+            (f"stage {label}: baseline", baseline, 1.0, baselines),
+            (f"stage {label}: cold cache", cold, baseline / cold, colds),
+            (f"stage {label}: warm cache", warm, warm / cold, warms),
         ]
 
     def archive(self, model: Path, repeat: int) -> list[Figure]:
@@ -221,8 +220,8 @@ class Bench:
             self.release("baseline", versions[0].object_prefix)
         baseline, archived = statistics.median(baselines), statistics.median(ours)
         return [
-            ("archive model: baseline", baseline, 1.0),
-            ("archive model: Octotrain", archived, baseline / archived),
+            ("archive model: baseline", baseline, 1.0, baselines),
+            ("archive model: Octotrain", archived, baseline / archived, ours),
         ]
 
 
@@ -309,10 +308,11 @@ def main() -> None:
         f"{arguments.gib:g} GiB; {arguments.small_files} small files; median of "
         f"{arguments.repeat}; concurrency {CONCURRENCY}, parts {CHUNK_MIB} MiB"
     )
-    print(f"{'backend':<8}{'measure':<34}{'seconds':>9}{'ratio':>8}")
+    print(f"{'backend':<8}{'measure':<34}{'seconds':>9}{'ratio':>8}   rounds (s)")
     for backend in arguments.backends.split(","):
-        for label, seconds, ratio in run_backend(backend, arguments):
-            print(f"{backend:<8}{label:<34}{seconds:>9.3f}{ratio:>7.2f}x", flush=True)
+        for label, seconds, ratio, rounds in run_backend(backend, arguments):
+            spread = " ".join(f"{each:.2f}" for each in rounds)
+            print(f"{backend:<8}{label:<34}{seconds:>9.3f}{ratio:>7.2f}x   {spread}", flush=True)
 
 
 if __name__ == "__main__":
