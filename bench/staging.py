@@ -143,7 +143,9 @@ class Bench:
         self.collect_garbage()
 
     def baseline_download(self, source: StageSource) -> None:
-        target = self.fresh("baseline")
+        """Into ``baseline``, emptied with the round's other folders before either side is
+        timed: the memory a deletion frees is then there for both."""
+        target = self.root / "baseline"
         if isinstance(self.store, LocalFolderStore):
             subprocess.run(
                 ["cp", "-r", str(self.store.local_path(source.object_prefix)), str(target)],
@@ -188,6 +190,7 @@ class Bench:
         baselines, colds, warms = [], [], []
         for number in range(repeat):
             self.fresh("runs")
+            self.fresh("baseline")
             cache = NodeCache(self.fresh("cache"), max_bytes=64 * GIB)
             measures = [
                 lambda: baselines.append(timed(lambda: self.baseline_download(source))),
