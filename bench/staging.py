@@ -166,7 +166,7 @@ class Bench:
     def upload(self, model: Path, number: int) -> None:
         """The baseline of archiving: the plain copy or upload of the model file."""
         if isinstance(self.store, LocalFolderStore):
-            target = self.fresh("baseline-model") / "model.bin"
+            target = self.root / "baseline-model" / "model.bin"
             target.parent.mkdir(parents=True)
             shutil.copyfile(model, target)
         else:
@@ -211,6 +211,7 @@ class Bench:
         baselines, ours = [], []
         for number in range(repeat):
             archive = prepared_run(number)
+            self.fresh("baseline-model")  # emptied before either side is timed
             versions: list[Any] = []
             measures = [
                 lambda number=number: baselines.append(timed(lambda: self.upload(model, number))),
