@@ -144,7 +144,7 @@ class Bench:
 
     def baseline_download(self, source: StageSource) -> None:
         """Into ``baseline``, emptied with the round's other folders before either side is
-        timed: the memory a deletion frees is then there for both."""
+        timed, so that neither side's time includes deleting the round before's copy."""
         target = self.root / "baseline"
         if isinstance(self.store, LocalFolderStore):
             subprocess.run(
