@@ -88,9 +88,10 @@ class NodeCache:
         return self.root / f"{digest}.json"
 
     @contextmanager
-    def locked(self, digest: str, *, wait: bool = True) -> Iterator[bool]:
-        """Hold the entry's lock; with ``wait=False`` yield False at once if another holds it."""
-        with (self.root / ".locks" / f"{digest}.lock").open("a") as handle:
+    def locked(self, name: str, *, wait: bool = True) -> Iterator[bool]:
+        """Hold the lock of ``name`` (an entry's digest, or a view's); with ``wait=False``
+        yield False at once if another holds it."""
+        with (self.root / ".locks" / f"{name}.lock").open("a") as handle:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
             except BlockingIOError:
@@ -169,11 +170,17 @@ class NodeCache:
         return path
 
     def view(self, parts: list[ViewPart]) -> Path:
-        """The view of ``parts`` (each a valid entry), made unless a valid one exists."""
-        found = self.valid_view(parts)
-        if found is not None:
-            return found
+        """The view of ``parts`` (each a valid entry), made unless a valid one exists.
+
+        The nodes of a run on one machine ask for the same view at once: under the view's
+        lock one makes it and the others find it, where they would otherwise delete it under
+        each other and fail to move their own into its place."""
         path, record = self._view_paths(parts)
+        with self.locked(f"view-{path.name}"):
+            found = self.valid_view(parts)
+            return found if found is not None else self._make_view(parts, path, record)
+
+    def _make_view(self, parts: list[ViewPart], path: Path, record: Path) -> Path:
         record.unlink(missing_ok=True)
         discard(path)
         folder = self.root / ".incoming" / f"view-{path.name[:16]}-{uuid.uuid4().hex[:8]}"

@@ -5,11 +5,14 @@ uses), refusing inputs the disk cannot hold."""
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from hooks import node_cache
 from hooks.node_cache import DiskTooSmall, NodeCache
 from hooks.staging import StageReport, StageTarget, stage_node
 from octotrain.input_sources import StageSource
@@ -155,3 +158,54 @@ def test_a_view_is_shared_by_runs_with_the_same_inputs_and_made_per_set(tmp_path
     assert (tmp_path / "a").resolve() == (tmp_path / "b").resolve()
     assert (tmp_path / "a").resolve() != (tmp_path / "c").resolve()
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == sorted([one.name, two.name])
+
+
+def test_two_nodes_asking_for_the_same_view_at_once_both_get_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The nodes of a run on one machine stage the same inputs at once (a shared hostPath
+    cache). The second asks for the view while the first is making it: it waits and finds it,
+    rather than deleting it or failing to move its own into its place."""
+    store = CountingStore(tmp_path / "objects")
+    one, two = (
+        put_version(store, tmp_path, f"datasets/p/d/v{n}", {"f.bin": bytes([n])}) for n in (1, 2)
+    )
+    cache = NodeCache(tmp_path / "cache", max_bytes=GIB)
+    second: list[BaseException | list[StageReport]] = []
+    second_waits = threading.Event()
+    second_node = threading.Thread(
+        target=lambda: second.append(
+            _attempt(lambda: stage(store, cache, [one, two], tmp_path / "node-1", holder="n1"))
+        )
+    )
+    real_seal, real_locked = node_cache._seal_folders, NodeCache.locked
+
+    def seal_and_let_the_second_node_in(folder: Path) -> None:
+        if folder.name.startswith("view-") and not second_node.is_alive() and not second:
+            second_node.start()  # while the first node makes the view
+            while second_node.is_alive() and not second_waits.is_set():
+                second_node.join(0.01)
+        real_seal(folder)
+
+    def locked(self: NodeCache, name: str, *, wait: bool = True) -> Any:
+        if threading.current_thread() is second_node and name.startswith("view-"):
+            second_waits.set()
+        return real_locked(self, name, wait=wait)
+
+    monkeypatch.setattr(node_cache, "_seal_folders", seal_and_let_the_second_node_in)
+    monkeypatch.setattr(NodeCache, "locked", locked)
+
+    stage(store, cache, [one, two], tmp_path / "node-0", holder="n0")
+    second_node.join()
+
+    assert not isinstance(second[0], BaseException), second[0]
+    view = (tmp_path / "node-0").resolve()
+    assert (tmp_path / "node-1").resolve() == view
+    assert sorted(path.name for path in view.iterdir()) == sorted([one.name, two.name])
+
+
+def _attempt(action: Callable[[], list[StageReport]]) -> BaseException | list[StageReport]:
+    try:
+        return action()
+    except BaseException as error:  # the test reports it
+        return error
