@@ -5,7 +5,8 @@ baseline of the same run:
 - the last 200 lines, and pages at random offsets (back and forward): milliseconds, on the
   1 GiB file and on a 1 MiB one (goal ≤ 50 ms, the same for both sizes);
 - search for a rare keyword over the whole file (case-insensitive literal, the default):
-  throughput against ``grep -F -c`` (and ``grep -F -i -c``) on the same file (goal ≥ 0.5x);
+  throughput against ``grep -F -c`` (and ``grep -F -i -c``) on the same file (goal ≥ 0.5x on
+  the local backend; on S3 the goal is against boto3, below);
 - download of the file, and the zip of the run's logs, in a process of their own: peak RSS
   (goal < 100 MB) and throughput against a plain file copy (``shutil.copyfile``);
 - on S3, against boto3 alone: a page of the 1 GiB log against one 64 KiB ranged GET (goal
@@ -230,8 +231,10 @@ def run_backend(backend: str, size: int, root: Path, source: Path, small: Path) 
         folded = statistics.median(grep_seconds(source, "-F", "-i") for _ in range(3))
         rate = size / MIB / ours
         print(f"  search rare keyword (case-insensitive) {ours:8.3f} s  {rate:7.0f} MiB/s")
+        # The goal against grep is the local backend's; on S3 it is against boto3 (below).
+        goal = f"   goal ≥ 0.5x: {verdict(plain / ours >= 0.5)}" if backend == "local" else ""
         print(f"  grep -F -c (baseline)                  {plain:8.3f} s  ratio "
-              f"{plain / ours:5.2f}x   goal ≥ 0.5x: {verdict(plain / ours >= 0.5)}")  # fmt: skip
+              f"{plain / ours:5.2f}x{goal}")  # fmt: skip
         print(f"  grep -F -i -c                          {folded:8.3f} s  "
               f"ratio {folded / ours:5.2f}x")  # fmt: skip
         if whole_seconds:

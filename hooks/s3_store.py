@@ -157,8 +157,8 @@ class S3Store:
             return checksum
 
         digest = self._retrying(f"write {key}", upload, key=key)
-        size = source.stat().st_size
-        return ObjectInfo(key=key, size=size, modified=source.stat().st_mtime, checksum=digest)
+        stat = source.stat()
+        return ObjectInfo(key=key, size=stat.st_size, modified=stat.st_mtime, checksum=digest)
 
     def get_file(
         self,
