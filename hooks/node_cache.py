@@ -10,9 +10,10 @@ time it takes to ``stat`` the view's files and make one link, while the training
 plain folders (``os.walk`` and ``rglob`` descend into them). An entry or view whose files were
 changed or removed fails that check and is made again.
 
-Entries are locked while they are filled (``fcntl``), so the nodes of a run on one machine
-download each input once, and pinned while a run uses them (``<root>/.pins/<digest>/<run>``),
-so that eviction never takes one from under a run. ``unpin`` releases a run's pins when it
+Entries are locked while they are filled and views while they are made (``fcntl``), so the
+nodes of a run on one machine download each input once and make each view once; entries are
+pinned while a run uses them (``<root>/.pins/<digest>/<run>``), so that eviction never takes
+one from under a run. ``unpin`` releases a run's pins when it
 ends; pins older than ``STALE_PIN_SECONDS`` are taken as left by a run that died. Evicting an
 entry removes the views made of it (their links would keep its disk space).
 """
