@@ -163,12 +163,12 @@ class S3Store:
     def get_file(
         self,
         key: str,
-        destination: Path,
+        destination: Path | str,
         *,
         checksum: str | None = None,
         progress: Progress | None = None,
     ) -> ObjectInfo:
-        full = self._key(key)
+        full, destination = self._key(key), Path(destination)
         destination.parent.mkdir(parents=True, exist_ok=True)
         # Not the destination's name plus a suffix: that name may already be 255 bytes long.
         partial = destination.with_name(f".octotrain-download-{uuid.uuid4().hex[:12]}.part")

@@ -57,13 +57,14 @@ class ObjectStore(Protocol):
     def get_file(
         self,
         key: str,
-        destination: Path,
+        destination: Path | str,
         *,
         checksum: str | None = None,
         progress: Progress | None = None,
     ) -> ObjectInfo:
-        """Download ``key`` to ``destination``; with ``sha256``, a copy whose content differs is
-        removed and ``ChecksumMismatch`` raised."""
+        """Download ``key`` to ``destination`` (its folder made if missing); with ``checksum``
+        (BLAKE3, hex), a copy whose content differs is removed and ``ChecksumMismatch``
+        raised."""
         ...
 
     def list(self, prefix: str) -> list[ObjectInfo]: ...
@@ -106,10 +107,10 @@ def prefix_of(prefix: str) -> str:
     return validate_key(prefix.rstrip("/")) + "/"
 
 
-def checked_digest(key: str, expected: str | None, actual: str, copy: Path) -> None:
+def checked_digest(key: str, expected: str | None, actual: str, copy: Path | str) -> None:
     """Raise ``ChecksumMismatch`` (after removing ``copy``) unless ``actual`` is ``expected``."""
     if expected is not None and expected != actual:
-        copy.unlink(missing_ok=True)
+        Path(copy).unlink(missing_ok=True)
         raise ChecksumMismatch(
             f"{key}: its content has checksum {actual}, but {expected} was recorded; "
             "the corrupt copy was removed"

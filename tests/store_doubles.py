@@ -17,7 +17,7 @@ class CountingStore(LocalFolderStore):
         super().__init__(root)
         self.reads = 0
 
-    def get_file(self, key: str, destination: Path, **options: Any) -> ObjectInfo:
+    def get_file(self, key: str, destination: Path | str, **options: Any) -> ObjectInfo:
         self.reads += 1
         return super().get_file(key, destination, **options)
 
@@ -35,7 +35,7 @@ class FailingStore(LocalFolderStore):
         self.puts_left -= 1
         return super().put_file(key, source)
 
-    def get_file(self, key: str, destination: Path, **options: Any) -> ObjectInfo:
+    def get_file(self, key: str, destination: Path | str, **options: Any) -> ObjectInfo:
         if self.gets_left <= 0:
             raise ObjectStoreUnavailable(f"cannot read {key}: connection refused")
         self.gets_left -= 1

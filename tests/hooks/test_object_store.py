@@ -91,6 +91,19 @@ def test_a_missing_object_is_named(any_store: ObjectStore, tmp_path: Path) -> No
     assert not (tmp_path / "x.bin").exists()
 
 
+def test_a_destination_may_be_a_string_in_a_folder_not_made_yet(
+    any_store: ObjectStore, tmp_path: Path
+) -> None:
+    data = b"staged by name"
+    any_store.put_file("datasets/p/d/v1/a.txt", write(tmp_path / "a.txt", data))
+    target = f"{tmp_path}/node/dataset/a.txt"
+    got = any_store.get_file("datasets/p/d/v1/a.txt", target, checksum=blake3(data).hexdigest())
+    assert (got.size, Path(target).read_bytes()) == (len(data), data)
+    with pytest.raises(ObjectNotFound, match=r"object datasets/p/d/v1/b\.txt does not exist"):
+        any_store.get_file("datasets/p/d/v1/b.txt", f"{tmp_path}/elsewhere/b.txt")
+    assert not Path(f"{tmp_path}/elsewhere/b.txt").exists()
+
+
 @pytest.mark.parametrize("key", ["../escape", "/abs", "a//b", "a/./b", ""])
 def test_keys_cannot_escape_the_store(any_store: ObjectStore, tmp_path: Path, key: str) -> None:
     with pytest.raises(ObjectStoreError, match="invalid object key"):
