@@ -36,7 +36,7 @@ from typing import Any
 
 from boto3.s3.transfer import TransferConfig, create_transfer_manager
 
-from hooks.local_store import LocalFolderStore
+from hooks.local_store import MAX_CONCURRENCY, LocalFolderStore, cores_available
 from hooks.node_cache import NodeCache
 from hooks.s3_store import S3Store
 from hooks.staging import StageTarget, stage_node
@@ -183,7 +183,6 @@ class Bench:
             [StageTarget(dataset, [source])],
             lambda _note: None,
             holder="bench-",
-            workers=CONCURRENCY,
         )
 
     def staging(self, label: str, source: StageSource, repeat: int) -> list[Figure]:
@@ -310,7 +309,8 @@ def main() -> None:
     arguments = parser.parse_args()
     print(
         f"{arguments.gib:g} GiB; {arguments.small_files} small files; median of "
-        f"{arguments.repeat}; concurrency {CONCURRENCY}, parts {CHUNK_MIB} MiB"
+        f"{arguments.repeat}; S3 concurrency {CONCURRENCY}, parts {CHUNK_MIB} MiB; local "
+        f"concurrency {min(MAX_CONCURRENCY, cores_available())} (the cores)"
     )
     print(f"{'backend':<8}{'measure':<34}{'seconds':>9}{'ratio':>8}   rounds (s)")
     for backend in arguments.backends.split(","):

@@ -32,6 +32,12 @@ from octotrain.storage import (
 PARTIAL_MARKER = ".octotrain-partial-"
 PARTIAL_NAME_BYTES = len(PARTIAL_MARKER) + 12
 READ_ONLY = 0o444
+MAX_CONCURRENCY = 8
+
+
+def cores_available() -> int:
+    """The cores this process may run on (its affinity, which a container's cpuset limits)."""
+    return len(os.sched_getaffinity(0))
 
 
 class LocalFolderStore:
@@ -39,6 +45,10 @@ class LocalFolderStore:
         self.root = root.resolve()
         self.root.mkdir(parents=True, exist_ok=True)
         self.url = f"file://{self.root}"
+        # A local copy waits on no network: the kernel's copy and the hashing are the work,
+        # and more threads than cores only take turns at the interpreter's lock. Staging
+        # 10,000 files of 107 KiB on 2 cores took 2.80 s with 8 threads, 1.96 s with 2.
+        self.concurrency = min(MAX_CONCURRENCY, cores_available())
         # PATH_MAX counts the terminating NUL; a key is written at root/key, and its partial
         # file beside it may be longer than its last part by up to PARTIAL_NAME_BYTES.
         path_max = os.pathconf(self.root, "PC_PATH_MAX")

@@ -127,11 +127,10 @@ def stage_node(
     note: Note,
     *,
     holder: str,
-    workers: int = 8,
     on_bytes: BytesDone | None = None,
 ) -> list[StageReport]:
-    """Give each target its inputs; the entries used are pinned for ``holder`` (the run's
-    node) until it unpins them."""
+    """Give each target its inputs, ``store.concurrency`` files at a time; the entries used
+    are pinned for ``holder`` (the run's node) until it unpins them."""
     sources = [source for target in targets for source in target.sources]
     unrecorded = [source.name for source in sources if not source.digest]
     if unrecorded:
@@ -155,7 +154,7 @@ def stage_node(
     overall = _Overall(needed, on_bytes)
     overall.add(0)
     reports = []
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    with ThreadPoolExecutor(max_workers=store.concurrency) as pool:
         for source in sources:
             valid_now = source.digest in valid
             reports.append(_stage_entry(store, cache, pool, source, note, valid_now, overall))

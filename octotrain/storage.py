@@ -49,6 +49,9 @@ class ObjectStore(Protocol):
     # The longest key (in UTF-8 bytes) this store can hold: S3 counts its own prefix, a local
     # folder its root and PATH_MAX. Every part of a key is at most 255 bytes on any store.
     max_key_bytes: int
+    # How many files to move at once: enough to hide a network store's latency, no more than
+    # the cores where the copying and hashing are the work.
+    concurrency: int
 
     def put_file(self, key: str, source: Path) -> ObjectInfo:
         """Upload ``source`` as ``key``; readers never see a partial object."""
