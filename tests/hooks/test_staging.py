@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,7 +14,7 @@ import hooks.staging
 from hooks.local_store import LocalFolderStore
 from hooks.node_cache import NodeCache
 from hooks.s3_store import S3Store, s3_store_from_url
-from octotrain.storage import ObjectStore
+from octotrain.storage import ObjectInfo, ObjectStore
 from tests.hooks.test_node_cache import put_version, stage
 
 MIB = 1024 * 1024
@@ -53,3 +55,45 @@ def test_small_files_go_to_the_threads_in_batches_and_large_ones_alone() -> None
     batches = list(hooks.staging._batches(small + large))
     assert [len(batch) for batch in batches] == [32, 32, 6, 1, 1, 1]
     assert [item for batch in batches for item in batch] == small + large
+
+
+class _OverlapCountingStore(LocalFolderStore):
+    """Records how many files are being read at once."""
+
+    def __init__(self, root: Path, *, concurrency: int) -> None:
+        super().__init__(root)
+        self.concurrency, self.now, self.most = concurrency, 0, 0
+        self.lock = threading.Lock()
+        self.met = False  # set before the barrier lets its threads go
+        self.all_busy = threading.Barrier(
+            concurrency, action=lambda: setattr(self, "met", True), timeout=10
+        )
+
+    def get_file(self, key: str, destination: Path | str, **options: Any) -> ObjectInfo:
+        with self.lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+        try:
+            if not self.met:  # every thread reading at once, once: the bound is reached
+                self.all_busy.wait()
+            return super().get_file(key, destination, **options)
+        finally:
+            with self.lock:
+                self.now -= 1
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_a_store_is_read_as_many_files_at_a_time_as_it_asks(
+    tmp_path: Path, concurrency: int
+) -> None:
+    store = _OverlapCountingStore(tmp_path / "objects", concurrency=concurrency)
+    files = {f"part-{n:03}.bin": os.urandom(64) for n in range(4 * 32)}  # 4 batches
+    source = put_version(store, tmp_path, "datasets/p/d/v1", files)
+    cache = NodeCache(tmp_path / "cache", max_bytes=1024 * MIB)
+    stage(store, cache, [source], tmp_path / "run" / "dataset", lambda _note: None)
+    assert store.most == concurrency
+
+
+def test_the_local_store_reads_one_file_per_core_at_a_time(tmp_path: Path) -> None:
+    cores = len(os.sched_getaffinity(0))
+    assert LocalFolderStore(tmp_path).concurrency == min(cores, 8)
