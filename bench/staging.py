@@ -13,7 +13,8 @@ measures:
   against ``cp`` (local) or boto3's ``upload_file`` (S3). Ratio: baseline / archive time.
 
 Each figure is the median of ``--repeat`` runs, baseline and Octotrain taking turns to go
-first, each started after flushing written data to disk.
+first, each started right after deleting what its own side wrote the round before and
+flushing written data to disk.
 
     uv run python -m bench.staging [--gib 1] [--small-files 10000] [--repeat 3]
 """
@@ -37,7 +38,7 @@ from typing import Any
 from boto3.s3.transfer import TransferConfig, create_transfer_manager
 
 from hooks.local_store import MAX_CONCURRENCY, LocalFolderStore, cores_available
-from hooks.node_cache import NodeCache
+from hooks.node_cache import NodeCache, discard
 from hooks.s3_store import S3Store
 from hooks.staging import StageTarget, stage_node
 from octotrain.input_sources import StageSource
@@ -101,9 +102,13 @@ def s3_server(memory_bytes: int) -> Iterator[S3Endpoint]:
         yield endpoint
 
 
-def timed(action: Callable[[], object]) -> float:
-    """Seconds ``action`` takes, from a clean page cache (written data flushed first): large
-    writes are otherwise slowed by the previous measure's writeback."""
+def timed(action: Callable[[], object], *, after: Callable[[], object]) -> float:
+    """Seconds ``action`` takes, right ``after`` deleting what the same side wrote last round,
+    written data flushed first (large writes are otherwise slowed by the previous measure's
+    writeback). Each side thus writes into memory it has just freed: on a virtual machine
+    that hands freed memory back to its host, a measure that found none freed took up to
+    ten times as long as the same measure after one that had (bench/README.md)."""
+    after()
     os.sync()
     started = time.perf_counter()
     action()
@@ -128,12 +133,9 @@ class Bench:
         )
 
     def fresh(self, name: str) -> Path:
+        """``name`` under the bench's folder, emptied (the cache's entries are read-only)."""
         path = self.root / name
-        if path.exists():
-            for item in path.rglob("*"):
-                if item.is_file():
-                    item.chmod(0o644)
-            shutil.rmtree(path)
+        discard(path)
         return path
 
     def release(self, *prefixes: str) -> None:
@@ -187,17 +189,24 @@ class Bench:
 
     def staging(self, label: str, source: StageSource, repeat: int) -> list[Figure]:
         baselines, colds, warms = [], [], []
-        for number in range(repeat):
+        caches: list[NodeCache] = []
+
+        def new_cache() -> None:
             self.fresh("runs")
-            self.fresh("baseline")
-            cache = NodeCache(self.fresh("cache"), max_bytes=64 * GIB)
-            measures = [
-                lambda: baselines.append(timed(lambda: self.baseline_download(source))),
-                lambda cache=cache: colds.append(timed(lambda: self.stage(source, cache))),
-            ]
+            caches.append(NodeCache(self.fresh("cache"), max_bytes=64 * GIB))
+
+        measures = [
+            lambda: baselines.append(
+                timed(lambda: self.baseline_download(source), after=lambda: self.fresh("baseline"))
+            ),
+            lambda: colds.append(timed(lambda: self.stage(source, caches[-1]), after=new_cache)),
+        ]
+        for number in range(repeat):
             for measure in measures if number % 2 == 0 else measures[::-1]:
                 measure()
-            warms.append(timed(lambda cache=cache: self.stage(source, cache)))
+            warms.append(timed(lambda: self.stage(source, caches[-1]), after=lambda: None))
+        for folder in ("runs", "cache", "baseline"):
+            self.fresh(folder)
         baseline, cold, warm = (statistics.median(x) for x in (baselines, colds, warms))
         return [
             (f"stage {label}: baseline", baseline, 1.0, baselines),
@@ -208,19 +217,30 @@ class Bench:
     def archive(self, model: Path, repeat: int) -> list[Figure]:
         prepared_run = demo_archiver(self.store, self.root)
         baselines, ours = [], []
+        versions: list[Any] = []
+
+        def release_baseline() -> None:
+            self.fresh("baseline-model")
+            self.release("baseline")
+
+        def release_version() -> None:
+            if versions:
+                self.release(versions.pop().object_prefix)
+
         for number in range(repeat):
             archive = prepared_run(number)
-            self.fresh("baseline-model")  # emptied before either side is timed
-            versions: list[Any] = []
             measures = [
-                lambda number=number: baselines.append(timed(lambda: self.upload(model, number))),
-                lambda archive=archive, versions=versions: ours.append(
-                    timed(lambda: versions.append(archive(model)))
+                lambda number=number: baselines.append(
+                    timed(lambda: self.upload(model, number), after=release_baseline)
+                ),
+                lambda archive=archive: ours.append(
+                    timed(lambda: versions.append(archive(model)), after=release_version)
                 ),
             ]
             for measure in measures if number % 2 == 0 else measures[::-1]:
                 measure()
-            self.release("baseline", versions[0].object_prefix)
+        release_baseline()
+        release_version()
         baseline, archived = statistics.median(baselines), statistics.median(ours)
         return [
             ("archive model: baseline", baseline, 1.0, baselines),
