@@ -36,8 +36,11 @@ MAX_CONCURRENCY = 8
 
 
 def cores_available() -> int:
-    """The cores this process may run on (its affinity, which a container's cpuset limits)."""
-    return len(os.sched_getaffinity(0))
+    """The cores this process may run on: its affinity where the system has one (Linux; a
+    container's cpuset limits it), else the machine's."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 class LocalFolderStore:

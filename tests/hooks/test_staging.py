@@ -94,6 +94,9 @@ def test_a_store_is_read_as_many_files_at_a_time_as_it_asks(
     assert store.most == concurrency
 
 
-def test_the_local_store_reads_one_file_per_core_at_a_time(tmp_path: Path) -> None:
-    cores = len(os.sched_getaffinity(0))
-    assert LocalFolderStore(tmp_path).concurrency == min(cores, 8)
+@pytest.mark.parametrize(("cores", "concurrency"), [(1, 1), (3, 3), (32, 8)])
+def test_the_local_store_reads_one_file_per_core_it_may_use_up_to_eight(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cores: int, concurrency: int
+) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(cores)))
+    assert LocalFolderStore(tmp_path).concurrency == concurrency
