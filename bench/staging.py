@@ -37,7 +37,8 @@ from typing import Any
 
 from boto3.s3.transfer import TransferConfig, create_transfer_manager
 
-from hooks.local_store import MAX_CONCURRENCY, LocalFolderStore, cores_available
+from hooks.cores import cores_available
+from hooks.local_store import MAX_CONCURRENCY, LocalFolderStore
 from hooks.node_cache import NodeCache, discard
 from hooks.s3_store import S3Store
 from hooks.staging import StageTarget, stage_node

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from hooks.cores import cores_available
 from hooks.hashing_io import copy_hashing
 from octotrain.storage import (
     ObjectInfo,
@@ -33,14 +34,6 @@ PARTIAL_MARKER = ".octotrain-partial-"
 PARTIAL_NAME_BYTES = len(PARTIAL_MARKER) + 12
 READ_ONLY = 0o444
 MAX_CONCURRENCY = 8
-
-
-def cores_available() -> int:
-    """The cores this process may run on: its affinity where the system has one (Linux; a
-    container's cpuset limits it), else the machine's."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 class LocalFolderStore:
