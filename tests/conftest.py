@@ -7,8 +7,10 @@ AIRFLOW_HOME before anything imports Airflow. Tests that need a whole Airflow in
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -16,6 +18,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 _AIRFLOW_HOME = tempfile.mkdtemp(prefix="octotrain-test-airflow-")
+atexit.register(shutil.rmtree, _AIRFLOW_HOME, ignore_errors=True)  # left behind by each run before
 os.environ["AIRFLOW_HOME"] = _AIRFLOW_HOME
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "True"
