@@ -3,11 +3,14 @@
 in the page cache, so that recording and verifying them never costs a second read from disk.
 
 BLAKE3 hashes at several GB/s on one core (and in parallel over a large file), so that
-verifying a download costs less than the download itself.
+verifying a download costs less than the download itself. It hashes a mapped file without the
+interpreter's lock, so several threads hash at once: 10,000 files of 13 KiB took 0.065 s on 2
+threads, where reading each through a buffer into ``update`` took 0.16 s (0.11 s on one).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 from pathlib import Path
@@ -22,18 +25,55 @@ SMALL_FILE_BYTES = 8 * 1024 * 1024
 COPY_CHUNK_BYTES = 64 * 1024 * 1024
 # Files at least this large are hashed with several threads.
 PARALLEL_HASH_BYTES = 64 * 1024 * 1024
-# Each copying thread's buffer for hashing the small files it copied.
-HASH_BUFFER_BYTES = 1024 * 1024
-_buffers = threading.local()
+WRITE_PERMISSIONS = 0o222  # anyone's
+# A link cannot be made: across file systems, where the file system has no hard links, or
+# the file has as many as it can have.
+UNLINKABLE = {errno.EXDEV, errno.EPERM, errno.EMLINK, errno.EOPNOTSUPP}
 
 
 def file_checksum(path: Path | str) -> str:
     """The checksum of a file, read in place (memory-mapped, no copy)."""
-    size = os.stat(path).st_size
+    return _checksum(path, os.stat(path).st_size)
+
+
+def link_hashing(
+    source: Path | str, destination: Path | str, progress: Progress | None = None
+) -> tuple[str, int, float] | None:
+    """Make ``destination`` a hard link of ``source`` (replacing a file of that name) if
+    ``source`` is read-only and on the same file system, and return what ``copy_hashing``
+    returns, the checksum read from the link; None where it cannot link, for a copy instead.
+
+    Only a read-only file is linked: one that nobody means to change (a stored object), whose
+    link a caller that keeps it read-only shares without a copy's time or disk space. A file
+    with write permission keeps its own content and mode, and is copied."""
+    stat = os.stat(source)
+    if stat.st_mode & WRITE_PERMISSIONS:
+        return None
+    try:
+        _link_replacing(source, destination)
+    except OSError as error:
+        if error.errno in UNLINKABLE:
+            return None
+        raise
+    checksum = _checksum(destination, stat.st_size)
+    if progress is not None:
+        progress(stat.st_size)
+    return checksum, stat.st_size, stat.st_mtime
+
+
+def _link_replacing(source: Path | str, destination: Path | str) -> None:
+    try:
+        os.link(source, destination)
+    except FileExistsError:
+        os.unlink(destination)
+        os.link(source, destination)
+
+
+def _checksum(path: Path | str, size: int) -> str:
     digest = blake3(max_threads=blake3.AUTO if size >= PARALLEL_HASH_BYTES else 1)
     if size:
         digest.update_mmap(path)
-    return digest.hexdigest()
+    return str(digest.hexdigest())
 
 
 def copy_hashing(
@@ -43,11 +83,11 @@ def copy_hashing(
     was copied, its size and the source's modification time.
 
     The kernel copies (``copy_file_range``, no bytes through Python). A small file is then
-    hashed from the page cache through a buffer each thread keeps, so that many small files
-    cost what ``cp`` costs plus the hashing, which another thread's copy overlaps (reading
-    each into a fresh ``bytes`` and writing it back took 1.3 times as long for 10,000 files
-    of 107 KiB). A large one is hashed in place by this thread while a second one copies it,
-    so that a verified copy takes about as long as a plain one.
+    hashed from the copy, in the page cache, so that many small files cost what ``cp`` costs
+    plus the hashing, which another thread's copy overlaps (reading each into a fresh
+    ``bytes`` and writing it back took 1.3 times as long for 10,000 files of 107 KiB); what is
+    hashed is what was written. A large one is hashed in place by this thread while a second
+    one copies it, so that a verified copy takes about as long as a plain one.
     """
     reader = os.open(source, os.O_RDONLY)
     try:
@@ -56,7 +96,7 @@ def copy_hashing(
             stat = os.fstat(reader)
             if stat.st_size <= SMALL_FILE_BYTES:
                 _copy_all(source, reader, writer, stat.st_size, progress)
-                return _hash_from(reader, stat.st_size), stat.st_size, stat.st_mtime
+                return _checksum(destination, stat.st_size), stat.st_size, stat.st_mtime
             checksum = _copy_while_hashing(source, reader, writer, stat.st_size, progress)
             return checksum, stat.st_size, stat.st_mtime
         finally:
@@ -76,22 +116,6 @@ def _copy_all(
         copied += count
         if progress is not None:
             progress(count)
-
-
-def _hash_from(reader: int, size: int) -> str:
-    """The checksum of the first ``size`` bytes of ``reader``, read through this thread's
-    buffer: a buffer made for each file costs its allocation and page faults every time."""
-    buffer = getattr(_buffers, "buffer", None)
-    if buffer is None:
-        buffer = _buffers.buffer = memoryview(bytearray(HASH_BUFFER_BYTES))
-    digest, done = blake3(), 0
-    while done < size:
-        count = os.preadv(reader, [buffer[: min(len(buffer), size - done)]], done)
-        if count == 0:
-            raise OSError(f"the file ended after {done} of {size} bytes while it was hashed")
-        digest.update(buffer[:count])
-        done += count
-    return str(digest.hexdigest())
 
 
 def _copy_while_hashing(

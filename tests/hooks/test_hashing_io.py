@@ -1,8 +1,10 @@
-"""Checksummed copies: what is copied and what its checksum says are the file's whole content,
-for every size the copy treats apart (empty, hashed once copied, hashed while copied)."""
+"""Checksummed copies and links: what is copied and what its checksum says are the file's whole
+content, for every size the copy treats apart (empty, hashed once copied, hashed while copied);
+only read-only files are linked, and only where the file system links."""
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -10,13 +12,12 @@ import pytest
 from blake3 import blake3
 
 from hooks import hashing_io
-from hooks.hashing_io import copy_hashing, file_checksum
+from hooks.hashing_io import copy_hashing, file_checksum, link_hashing
 
 SIZES = [
     0,
     1,
     107 * 1024,
-    hashing_io.HASH_BUFFER_BYTES + 1,  # hashed in two reads of the thread's buffer
     hashing_io.SMALL_FILE_BYTES,
     hashing_io.SMALL_FILE_BYTES + 1,  # hashed in place while another thread copies
 ]
@@ -46,3 +47,52 @@ def test_a_source_that_ends_before_its_size_is_an_error_not_a_short_copy(
 
     with pytest.raises(OSError, match=f"ended after 0 of {size} bytes"):
         copy_hashing(source, tmp_path / "copy")
+
+
+@pytest.mark.parametrize("size", [0, 4096, hashing_io.PARALLEL_HASH_BYTES])
+def test_a_read_only_file_is_linked_and_its_checksum_read_from_the_link(
+    tmp_path: Path, size: int
+) -> None:
+    content = os.urandom(size)
+    source, link = tmp_path / "source", tmp_path / "link"
+    source.write_bytes(content)
+    source.chmod(0o444)
+    link.write_bytes(b"an older file of that name")
+    linked: list[int] = []
+
+    found = link_hashing(source, link, linked.append)
+
+    assert found == (blake3(content).hexdigest(), size, source.stat().st_mtime)
+    assert link.stat().st_ino == source.stat().st_ino
+    assert sum(linked) == size
+
+
+def test_a_writable_file_is_not_linked_so_its_mode_and_content_stay_its_own(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "source"
+    source.write_bytes(b"data")
+
+    assert link_hashing(source, tmp_path / "link") is None
+    assert not (tmp_path / "link").exists()
+
+
+@pytest.mark.parametrize("error", [errno.EXDEV, errno.EPERM, errno.EMLINK])
+def test_where_no_link_can_be_made_the_caller_is_told_to_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: int
+) -> None:
+    source = tmp_path / "source"
+    source.write_bytes(b"data")
+    source.chmod(0o444)
+
+    def refuse(*_arguments: object) -> None:
+        raise OSError(error, os.strerror(error))
+
+    monkeypatch.setattr(hashing_io.os, "link", refuse)
+
+    assert link_hashing(source, tmp_path / "link") is None
+
+
+def test_a_missing_source_is_an_error_not_a_copy(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        link_hashing(tmp_path / "missing", tmp_path / "link")
