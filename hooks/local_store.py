@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from hooks.cores import cores_available
-from hooks.hashing_io import copy_hashing
+from hooks.hashing_io import copy_hashing, link_hashing
 from octotrain.storage import (
     ObjectInfo,
     ObjectNotFound,
@@ -77,20 +77,26 @@ class LocalFolderStore:
         *,
         checksum: str | None = None,
         progress: Progress | None = None,
+        read_only: bool = False,
     ) -> ObjectInfo:
+        """With ``read_only``, the destination is a hard link of the stored file where the
+        file system allows (objects never change): staging 10,000 files of 13 KiB took
+        0.11 s so, where a copy took 0.29 s to 1.4 s and ``cp -r`` 1.3 s to 2.1 s on this
+        virtual machine (new pages for the copies), and a dataset is not on the disk twice."""
         # Plain strings, and the destination's folder made only when the copy finds it
         # missing: staging reads many small objects into folders it made beforehand, and two
         # ``Path`` objects and a ``stat`` for each were 28% of its CPU per file.
         source = f"{self.root}/{validate_key(key)}"
+        transfer = _link_or_copy if read_only else copy_hashing
         try:
             try:
-                digest, size, modified = copy_hashing(source, destination, progress)
+                digest, size, modified = transfer(source, destination, progress)
             except FileNotFoundError:
                 parent = os.path.dirname(destination)
                 if not os.path.exists(source) or os.path.isdir(parent):
                     raise
                 os.makedirs(parent, exist_ok=True)
-                digest, size, modified = copy_hashing(source, destination, progress)
+                digest, size, modified = transfer(source, destination, progress)
         except FileNotFoundError:
             raise ObjectNotFound(f"object {key} does not exist in {self.url}") from None
         except OSError as error:
@@ -159,3 +165,10 @@ class LocalFolderStore:
 
     def local_path(self, prefix: str) -> Path | None:
         return self._path(prefix.rstrip("/"))
+
+
+def _link_or_copy(
+    source: str, destination: Path | str, progress: Progress | None
+) -> tuple[str, int, float]:
+    linked = link_hashing(source, destination, progress)
+    return linked if linked is not None else copy_hashing(source, destination, progress)

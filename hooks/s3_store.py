@@ -167,6 +167,7 @@ class S3Store:
         *,
         checksum: str | None = None,
         progress: Progress | None = None,
+        read_only: bool = False,  # a remote object is always downloaded
     ) -> ObjectInfo:
         full, destination = self._key(key), Path(destination)
         destination.parent.mkdir(parents=True, exist_ok=True)

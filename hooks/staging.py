@@ -252,8 +252,8 @@ def _download(
 
     def fetch(batch: list[tuple[str, dict[str, Any]]]) -> None:
         for relative, entry in batch:
-            store.get_file(base + relative, target + relative,
-                           checksum=str(entry["blake3"]), progress=progress.add)  # fmt: skip
+            store.get_file(base + relative, target + relative, checksum=str(entry["blake3"]),
+                           progress=progress.add, read_only=True)  # fmt: skip
 
     # list() so that the first failure is raised here, after the others have ended.
     list(pool.map(fetch, _batches(sorted(source.manifest.items()))))

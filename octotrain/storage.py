@@ -64,10 +64,12 @@ class ObjectStore(Protocol):
         *,
         checksum: str | None = None,
         progress: Progress | None = None,
+        read_only: bool = False,
     ) -> ObjectInfo:
         """Download ``key`` to ``destination`` (its folder made if missing); with ``checksum``
         (BLAKE3, hex), a copy whose content differs is removed and ``ChecksumMismatch``
-        raised."""
+        raised. ``read_only``: the caller never changes the file (it keeps it read-only), so
+        a store on the same file system may give it the stored file itself, not a copy."""
         ...
 
     def list(self, prefix: str) -> list[ObjectInfo]: ...

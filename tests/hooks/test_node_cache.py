@@ -79,10 +79,9 @@ def test_a_changed_entry_is_downloaded_again(tmp_path: Path) -> None:
     source = put_version(store, tmp_path, "datasets/p/d/v1", {"a.csv": b"x" * 100})
     cache = NodeCache(tmp_path / "cache", max_bytes=GIB)
     stage(store, cache, [source], tmp_path / "run1")
-    entry = cache.entry_path(source.digest)
-    entry.chmod(0o755)
-    (entry / "a.csv").chmod(0o644)
-    (entry / "a.csv").write_bytes(b"z" * 100)  # same size, new modification time
+    # Same size, new modification time, as a write would leave (the content stays the stored
+    # object's, which the entry's file links).
+    os.utime(cache.entry_path(source.digest) / "a.csv", ns=(0, 0))
     assert not cache.is_valid(source.digest, source.manifest)
     [report] = stage(store, cache, [source], tmp_path / "run2")
     assert not report.reused
@@ -144,6 +143,43 @@ def test_a_corrupt_object_fails_the_stage_and_leaves_no_copy(tmp_path: Path) -> 
     assert not cache.entry_path(source.digest).exists()
     assert list((cache.root / ".incoming").iterdir()) == []
     assert not (tmp_path / "run").exists()
+
+
+def test_an_object_changed_in_place_through_its_link_is_refused_when_staged_again(
+    tmp_path: Path,
+) -> None:
+    """A local store's objects are linked into the cache, not copied: a change made through a
+    link (write permission given back first) changes the stored object, which the next
+    download's checksum finds."""
+    store = CountingStore(tmp_path / "objects")
+    source = put_version(store, tmp_path, "datasets/p/d/v1", {"a.bin": b"good"})
+    cache = NodeCache(tmp_path / "cache", max_bytes=GIB)
+    stage(store, cache, [source], tmp_path / "run1")
+    linked = cache.entry_path(source.digest) / "a.bin"
+    linked.chmod(0o644)
+    linked.write_bytes(b"evil")
+    linked.chmod(0o444)
+    with pytest.raises(ChecksumMismatch, match=r"datasets/p/d/v1/a\.bin: its content has checksum"):
+        stage(store, cache, [source], tmp_path / "run2")
+    assert not cache.is_valid(source.digest, source.manifest)
+    assert list((cache.root / ".incoming").iterdir()) == []
+    assert not (tmp_path / "run2").exists()
+
+
+def test_a_local_store_shares_its_files_with_the_cache_and_keeps_them_at_eviction(
+    tmp_path: Path,
+) -> None:
+    store = CountingStore(tmp_path / "objects")
+    source = put_version(store, tmp_path, "datasets/p/d/v1", {"a.bin": b"a", "b/c.bin": b"c"})
+    cache = NodeCache(tmp_path / "cache", max_bytes=GIB)
+    stage(store, cache, [source], tmp_path / "run")
+    for relative in ("a.bin", "b/c.bin"):
+        stored = store.root / "datasets/p/d/v1" / relative
+        staged = tmp_path / "run" / source.name / relative
+        assert staged.stat().st_ino == stored.stat().st_ino
+    cache.remove(source.digest)
+    stored = store.root / "datasets/p/d/v1/a.bin"
+    assert (stored.read_bytes(), stored.stat().st_mode & 0o777) == (b"a", 0o444)
 
 
 def test_a_view_is_shared_by_runs_with_the_same_inputs_and_made_per_set(tmp_path: Path) -> None:

@@ -44,23 +44,37 @@ def write(path: Path, data: bytes) -> Path:
     return path
 
 
-def test_put_and_get_record_and_verify_the_checksum(any_store: ObjectStore, tmp_path: Path) -> None:
+# A read-only destination may be the stored file itself (a local store's hard link): the same
+# content, checksum and errors either way.
+READ_ONLY = pytest.mark.parametrize("read_only", [False, True], ids=["copy", "read-only"])
+
+
+@READ_ONLY
+def test_put_and_get_record_and_verify_the_checksum(
+    any_store: ObjectStore, tmp_path: Path, read_only: bool
+) -> None:
     data = os.urandom(12 * MIB + 123)  # above the multipart size: parts and ranged reads
     expected = blake3(data).hexdigest()
     put = any_store.put_file("datasets/p/d/v1/big.bin", write(tmp_path / "big.bin", data))
     assert (put.checksum, put.size) == (expected, len(data))
     got = any_store.get_file(
-        "datasets/p/d/v1/big.bin", tmp_path / "out" / "big.bin", checksum=expected
-    )
+        "datasets/p/d/v1/big.bin", tmp_path / "out" / "big.bin", checksum=expected,
+        read_only=read_only,
+    )  # fmt: skip
     assert got.checksum == expected
     assert (tmp_path / "out" / "big.bin").read_bytes() == data
 
 
-def test_a_corrupt_copy_is_removed_and_named(any_store: ObjectStore, tmp_path: Path) -> None:
+@READ_ONLY
+def test_a_corrupt_copy_is_removed_and_named(
+    any_store: ObjectStore, tmp_path: Path, read_only: bool
+) -> None:
     any_store.put_file("m/x.bin", write(tmp_path / "x.bin", b"actual content"))
     target = tmp_path / "out" / "x.bin"
     with pytest.raises(ChecksumMismatch, match=r"m/x\.bin: its content has checksum"):
-        any_store.get_file("m/x.bin", target, checksum=blake3(b"recorded").hexdigest())
+        any_store.get_file(
+            "m/x.bin", target, checksum=blake3(b"recorded").hexdigest(), read_only=read_only
+        )
     assert not target.exists()
     assert list(target.parent.iterdir()) == []  # no partial file left either
 
@@ -91,16 +105,21 @@ def test_a_missing_object_is_named(any_store: ObjectStore, tmp_path: Path) -> No
     assert not (tmp_path / "x.bin").exists()
 
 
+@READ_ONLY
 def test_a_destination_may_be_a_string_in_a_folder_not_made_yet(
-    any_store: ObjectStore, tmp_path: Path
+    any_store: ObjectStore, tmp_path: Path, read_only: bool
 ) -> None:
     data = b"staged by name"
     any_store.put_file("datasets/p/d/v1/a.txt", write(tmp_path / "a.txt", data))
     target = f"{tmp_path}/node/dataset/a.txt"
-    got = any_store.get_file("datasets/p/d/v1/a.txt", target, checksum=blake3(data).hexdigest())
+    got = any_store.get_file(
+        "datasets/p/d/v1/a.txt", target, checksum=blake3(data).hexdigest(), read_only=read_only
+    )
     assert (got.size, Path(target).read_bytes()) == (len(data), data)
     with pytest.raises(ObjectNotFound, match=r"object datasets/p/d/v1/b\.txt does not exist"):
-        any_store.get_file("datasets/p/d/v1/b.txt", f"{tmp_path}/elsewhere/b.txt")
+        any_store.get_file(
+            "datasets/p/d/v1/b.txt", f"{tmp_path}/elsewhere/b.txt", read_only=read_only
+        )
     assert not Path(f"{tmp_path}/elsewhere/b.txt").exists()
 
 
@@ -108,6 +127,23 @@ def test_a_destination_may_be_a_string_in_a_folder_not_made_yet(
 def test_keys_cannot_escape_the_store(any_store: ObjectStore, tmp_path: Path, key: str) -> None:
     with pytest.raises(ObjectStoreError, match="invalid object key"):
         any_store.put_file(key, write(tmp_path / "f", b"x"))
+
+
+def test_a_local_read_only_get_links_the_object_and_a_writable_one_is_copied(
+    tmp_path: Path,
+) -> None:
+    store = LocalFolderStore(tmp_path / "objects")
+    store.put_file("d/a.txt", write(tmp_path / "a.txt", b"alpha"))
+    linked = store.get_file("d/a.txt", tmp_path / "linked", read_only=True)
+    copied = store.get_file("d/a.txt", tmp_path / "copied")
+    stored = store.root / "d" / "a.txt"
+    assert (tmp_path / "linked").stat().st_ino == stored.stat().st_ino
+    assert (tmp_path / "copied").stat().st_ino != stored.stat().st_ino
+    assert linked == copied
+    # A file put in the folder by hand, writable, is not known to stay as it is: copied.
+    write(store.root / "d" / "by-hand.txt", b"beta")
+    store.get_file("d/by-hand.txt", tmp_path / "by-hand", read_only=True)
+    assert (tmp_path / "by-hand").stat().st_ino != (store.root / "d/by-hand.txt").stat().st_ino
 
 
 def test_local_objects_are_read_only_and_readable_in_place(tmp_path: Path) -> None:
