@@ -2,8 +2,9 @@
 before the algorithm starts.
 
 Each input is fetched once per node machine into the node cache (``hooks/node_cache``),
-several files at a time, every file checked against the checksum its manifest recorded; the
-node's ``DATASET`` and ``MODEL`` are then read-only views of the cache entries. Free space is
+several files at a time, every file checked against the checksum its manifest recorded (asked
+for read-only, so that a local store may link its files rather than copy them); the node's
+``DATASET`` and ``MODEL`` are then read-only views of the cache entries. Free space is
 checked before anything is downloaded. What happens is written to the node's init log: what
 was reused, and for downloads their progress (bytes, rate, ETA) and their throughput.
 """
