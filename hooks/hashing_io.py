@@ -140,9 +140,17 @@ def _copy_while_hashing(
 
 
 def _copy_range(reader: int, writer: int, count: int, offset: int) -> int:
-    """In the kernel where it can (same or any file system, Linux), else through a buffer."""
+    """In the kernel where it can, else through a buffer: ``copy_file_range`` within a file
+    system, ``sendfile`` across two (which ``copy_file_range`` refuses on recent Linux:
+    1 GiB from ext4 to tmpfs took 0.30 s so, 0.77 s through Python's buffers, 0.37 s with
+    ``cp``)."""
     try:
         return os.copy_file_range(reader, writer, count, offset, offset)
+    except OSError:
+        pass
+    try:
+        os.lseek(writer, offset, os.SEEK_SET)  # sendfile writes at the writer's position
+        return os.sendfile(writer, reader, offset, count)
     except OSError:
         data = os.pread(reader, count, offset)
         return os.pwrite(writer, data, offset)

@@ -37,6 +37,27 @@ def test_a_copy_holds_the_whole_file_and_its_checksum(tmp_path: Path, size: int)
     assert (copied_size, sum(copied), modified) == (size, size, source.stat().st_mtime)
 
 
+@pytest.mark.parametrize("refused", [["copy_file_range"], ["copy_file_range", "sendfile"]])
+@pytest.mark.parametrize("size", [4096, hashing_io.SMALL_FILE_BYTES + 1])
+def test_where_the_kernel_refuses_a_copy_the_next_way_copies_all_of_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: int, refused: list[str]
+) -> None:
+    """Across file systems ``copy_file_range`` fails with EXDEV; some refuse ``sendfile``."""
+    content = os.urandom(size)
+    source, copy = tmp_path / "source", tmp_path / "copy"
+    source.write_bytes(content)
+
+    def refuse(*_arguments: object) -> None:
+        raise OSError(errno.EXDEV, os.strerror(errno.EXDEV))
+
+    for name in refused:
+        monkeypatch.setattr(hashing_io.os, name, refuse)
+
+    checksum, _size, _modified = copy_hashing(source, copy)
+
+    assert (copy.read_bytes(), checksum) == (content, blake3(content).hexdigest())
+
+
 @pytest.mark.parametrize("size", [4096, hashing_io.SMALL_FILE_BYTES + 1])
 def test_a_source_that_ends_before_its_size_is_an_error_not_a_short_copy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: int
