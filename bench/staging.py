@@ -7,7 +7,10 @@ measures:
 - staging a dataset of one large file, and of many small files, with an empty node cache
   (download, checksum verification of every file, links into DATASET), against the plain copy:
   ``cp -r`` of the store's folder (local), boto3's transfer manager (S3), with the same
-  concurrency and part size. Ratio: baseline time / staging time (throughput; goal >= 0.9);
+  concurrency and part size. Ratio: baseline time / staging time (throughput; goal >= 0.9).
+  A local store links its files into a node cache on its own file system; the measures marked
+  ``copied`` put the cache and the ``cp -r`` copy on another one (``--copy-dir``), where the
+  files are copied;
 - the same staging again with the node cache warm. Ratio: warm / cold time (goal <= 0.05);
 - archiving a large model (upload with checksums, check, version committed in a SQLite catalog)
   against ``cp`` (local) or boto3's ``upload_file`` (S3). Ratio: baseline / archive time.
@@ -17,6 +20,7 @@ first, each started right after deleting what its own side wrote the round befor
 flushing written data to disk.
 
     uv run python -m bench.staging [--gib 1] [--small-files 10000] [--repeat 3]
+                                   [--copy-dir /dev/shm]
 """
 
 from __future__ import annotations
@@ -37,8 +41,7 @@ from typing import Any
 
 from boto3.s3.transfer import TransferConfig, create_transfer_manager
 
-from hooks.cores import cores_available
-from hooks.local_store import MAX_CONCURRENCY, LocalFolderStore
+from hooks.local_store import LocalFolderStore, local_concurrency
 from hooks.node_cache import NodeCache, discard
 from hooks.s3_store import S3Store
 from hooks.staging import StageTarget, stage_node
@@ -286,6 +289,18 @@ def demo_archiver(store: ObjectStore, root: Path) -> Callable[[int], Callable[[P
     return prepare
 
 
+@contextmanager
+def another_file_system(store: LocalFolderStore, folder: str) -> Iterator[Bench | None]:
+    """A bench whose node cache and ``cp -r`` copy are in ``folder``, on another file system
+    than the store (else None): the store's files cannot be linked there and are copied."""
+    if not folder or os.stat(folder).st_dev == os.stat(store.root).st_dev:
+        print(f"(no copied figures: {folder or '--copy-dir'} is on the store's file system)")
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="bench-staging-copied-", dir=folder) as scratch:
+        yield Bench("local", Path(scratch), store, None)
+
+
 def run_backend(backend: str, arguments: argparse.Namespace) -> Iterator[Figure]:
     """The figures of one backend, each as soon as it is measured (a failure later loses none)."""
     total = int(arguments.gib * GIB)
@@ -312,12 +327,17 @@ def run_backend(backend: str, arguments: argparse.Namespace) -> Iterator[Figure]
                 bench = Bench(backend, root, store, None)
             one_source = upload(store, one, "datasets/bench/one/v1")
             many_source = upload(store, many, "datasets/bench/many/v1")
+            many_label = f"{arguments.small_files} files"
             yield from bench.staging("1 file", one_source, arguments.repeat)
-            bench.release(one_source.object_prefix)
-            yield from bench.staging(
-                f"{arguments.small_files} files", many_source, arguments.repeat
-            )
-            bench.release(many_source.object_prefix)
+            yield from bench.staging(many_label, many_source, arguments.repeat)
+            if isinstance(store, LocalFolderStore):
+                with another_file_system(store, arguments.copy_dir) as elsewhere:
+                    if elsewhere is not None:
+                        yield from elsewhere.staging("1 file, copied", one_source, arguments.repeat)
+                        yield from elsewhere.staging(
+                            f"{many_label}, copied", many_source, arguments.repeat
+                        )
+            bench.release(one_source.object_prefix, many_source.object_prefix)
             yield from bench.archive(one["data.bin"], arguments.repeat)
 
 
@@ -327,17 +347,23 @@ def main() -> None:
     parser.add_argument("--small-files", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--backends", default="local,s3")
+    parser.add_argument(
+        "--copy-dir",
+        default="/dev/shm",
+        help="a folder on another file system than the temporary folder: a node cache there "
+        "gets copies of the local store's files, not links ('' leaves it out)",
+    )
     arguments = parser.parse_args()
     print(
         f"{arguments.gib:g} GiB; {arguments.small_files} small files; median of "
         f"{arguments.repeat}; S3 concurrency {CONCURRENCY}, parts {CHUNK_MIB} MiB; local "
-        f"concurrency {min(MAX_CONCURRENCY, cores_available())} (the cores)"
+        f"concurrency {local_concurrency()} (the cores)"
     )
-    print(f"{'backend':<8}{'measure':<34}{'seconds':>9}{'ratio':>8}   rounds (s)")
+    print(f"{'backend':<8}{'measure':<42}{'seconds':>9}{'ratio':>8}   rounds (s)")
     for backend in arguments.backends.split(","):
         for label, seconds, ratio, rounds in run_backend(backend, arguments):
             spread = " ".join(f"{each:.2f}" for each in rounds)
-            print(f"{backend:<8}{label:<34}{seconds:>9.3f}{ratio:>7.2f}x   {spread}", flush=True)
+            print(f"{backend:<8}{label:<42}{seconds:>9.3f}{ratio:>7.2f}x   {spread}", flush=True)
 
 
 if __name__ == "__main__":
