@@ -18,7 +18,17 @@ from contextlib import ExitStack
 from pathlib import Path
 
 _AIRFLOW_HOME = tempfile.mkdtemp(prefix="octotrain-test-airflow-")
-atexit.register(shutil.rmtree, _AIRFLOW_HOME, ignore_errors=True)  # left behind by each run before
+_MADE_BY = os.getpid()
+
+
+def _remove_airflow_home() -> None:
+    """At the test process's exit (each run left one behind before); not at the exit of a
+    child forked from it, whose parent still uses it."""
+    if os.getpid() == _MADE_BY:
+        shutil.rmtree(_AIRFLOW_HOME, ignore_errors=True)
+
+
+atexit.register(_remove_airflow_home)
 os.environ["AIRFLOW_HOME"] = _AIRFLOW_HOME
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "True"
