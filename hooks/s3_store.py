@@ -34,6 +34,7 @@ from tenacity import (
 )
 
 from hooks.hashing_io import file_checksum
+from hooks.made_folders import missing_folders, remove_empty
 from octotrain.storage import (
     ObjectInfo,
     ObjectNotFound,
@@ -170,6 +171,7 @@ class S3Store:
         read_only: bool = False,  # a remote object is always downloaded
     ) -> ObjectInfo:
         full, destination = self._key(key), Path(destination)
+        made = missing_folders(destination.parent)
         destination.parent.mkdir(parents=True, exist_ok=True)
         # Not the destination's name plus a suffix: that name may already be 255 bytes long.
         partial = destination.with_name(f".octotrain-download-{uuid.uuid4().hex[:12]}.part")
@@ -183,10 +185,11 @@ class S3Store:
         try:
             self._retrying(f"read {key}", download, key=key)
             digest = file_checksum(partial)
+            checked_digest(key, checksum, digest, partial)
         except BaseException:
             partial.unlink(missing_ok=True)
+            remove_empty(made)  # a failed download leaves nothing, not even its folder
             raise
-        checked_digest(key, checksum, digest, partial)
         size = partial.stat().st_size
         partial.replace(destination)
         return ObjectInfo(key=key, size=size, modified=0.0, checksum=digest)
