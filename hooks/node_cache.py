@@ -292,12 +292,16 @@ def human_bytes(count: float) -> str:
 
 
 def _seal(folder: Path, relatives: list[str]) -> dict[str, int]:
-    """Make ``folder`` read-only; return each file's modification time (ns)."""
+    """Make ``folder`` read-only; return each file's modification time (ns). A file already
+    read-only (a stored object's link) is left as it is: changing its mode is a write to the
+    file system for nothing."""
     base = f"{folder}/"
     files = {}
     for relative in relatives:
-        os.chmod(base + relative, READ_ONLY_FILE)
-        files[relative] = os.stat(base + relative).st_mtime_ns
+        stat = os.stat(base + relative)
+        if stat.st_mode & 0o777 != READ_ONLY_FILE:
+            os.chmod(base + relative, READ_ONLY_FILE)
+        files[relative] = stat.st_mtime_ns
     _seal_folders(folder)
     return files
 
