@@ -233,31 +233,42 @@ class NodeCache:
             found.append(Entry(digest, self.entry_path(digest), size, used))
         return sorted(found, key=lambda entry: entry.last_used)
 
-    def make_room(self, needed: int, *, keep: set[str]) -> None:
+    def make_room(self, needed: int, *, keep: set[str], on_disk: int | None = None) -> None:
         """Evict least recently used entries (not pinned, not locked, not in ``keep``) until
-        ``needed`` more bytes fit both the cache's bound and the disk; ``DiskTooSmall`` if
-        they cannot."""
+        ``needed`` more bytes fit the cache's bound, and ``on_disk`` of them (all by default;
+        fewer where files are hard links of a local store's, which take no room) the disk;
+        ``DiskTooSmall`` if they cannot."""
+        on_disk = needed if on_disk is None else on_disk
         for entry in self.entries():
-            if self._fits(needed):
+            if self._fits(needed, on_disk):
                 break
             if entry.digest in keep or self.pinned(entry.digest):
                 continue
             with self.locked(entry.digest, wait=False) as acquired:
                 if acquired:
                     self.remove(entry.digest)
-        if not self._fits(needed):
-            free = self.free_bytes(self.root)
-            raise DiskTooSmall(
-                f"the data inputs need {human_bytes(needed)} but the node's data disk at "
-                f"{self.root} has {human_bytes(max(free - DISK_RESERVE_BYTES, 0))} free "
-                f"(cache bound {human_bytes(self.max_bytes)}); nothing was downloaded"
-            )
+        if not self._fits(needed, on_disk):
+            raise DiskTooSmall(self._too_small(needed, on_disk))
 
-    def _fits(self, needed: int) -> bool:
+    def _too_small(self, needed: int, on_disk: int) -> str:
+        free = max(self.free_bytes(self.root) - DISK_RESERVE_BYTES, 0)
+        bound = f"cache bound {human_bytes(self.max_bytes)}"
+        if free < on_disk:
+            return (
+                f"the data inputs need {human_bytes(on_disk)} but the node's data disk at "
+                f"{self.root} has {human_bytes(free)} free ({bound}); nothing was downloaded"
+            )
+        used = sum(entry.size for entry in self.entries())
+        return (
+            f"the data inputs need {human_bytes(needed)} but the node cache at {self.root} "
+            f"keeps {human_bytes(used)} for runs that use it ({bound}); nothing was downloaded"
+        )
+
+    def _fits(self, needed: int, on_disk: int) -> bool:
         if not needed:
             return True
         used = sum(entry.size for entry in self.entries())
-        disk_ok = self.free_bytes(self.root) - DISK_RESERVE_BYTES >= needed
+        disk_ok = not on_disk or self.free_bytes(self.root) - DISK_RESERVE_BYTES >= on_disk
         return disk_ok and used + needed <= self.max_bytes
 
 

@@ -149,7 +149,9 @@ def stage_node(
     valid = {source.digest for source in sources if cache.is_valid(source.digest, source.manifest)}
     missing = {source.digest: source for source in sources if source.digest not in valid}
     needed = sum(total_size(source.manifest) for source in missing.values())
-    cache.make_room(needed, keep={source.digest for source in sources})
+    copied = [source for source in missing.values() if not _linked(store, source, cache)]
+    on_disk = sum(total_size(source.manifest) for source in copied)
+    cache.make_room(needed, keep={source.digest for source in sources}, on_disk=on_disk)
     if needed:
         note(f"downloading {human_bytes(needed)} for {len(missing)} input(s) into {cache.root}")
     overall = _Overall(needed, on_bytes)
@@ -163,6 +165,17 @@ def stage_node(
         if target.sources:
             expose(cache.view(parts[id(target)]), target.path)
     return reports
+
+
+def _linked(store: ObjectStore, source: StageSource, cache: NodeCache) -> bool:
+    """The files of ``source`` will be hard links of the stored objects, which take no room
+    on the cache's disk: a local folder store on the cache's file system (a file that cannot
+    be linked after all, one written there by hand, is copied without that check)."""
+    folder = store.local_path(source.object_prefix)
+    try:
+        return folder is not None and folder.stat().st_dev == cache.root.stat().st_dev
+    except OSError:
+        return False
 
 
 def _parts(target: StageTarget) -> list[ViewPart]:

@@ -22,6 +22,17 @@ class CountingStore(LocalFolderStore):
         return super().get_file(key, destination, **options)
 
 
+class CopyingStore(CountingStore):
+    """Shows no folder to read in place, as a remote store: its files are copied into a node
+    cache, never linked, so they need room on its disk."""
+
+    def local_path(self, prefix: str) -> Path | None:
+        return None
+
+    def get_file(self, key: str, destination: Path | str, **options: Any) -> ObjectInfo:
+        return super().get_file(key, destination, **(options | {"read_only": False}))
+
+
 class FailingStore(LocalFolderStore):
     """Goes down after ``puts_left`` uploads or ``gets_left`` downloads."""
 

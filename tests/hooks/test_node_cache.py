@@ -18,7 +18,7 @@ from hooks.staging import StageReport, StageTarget, stage_node
 from octotrain.input_sources import StageSource
 from octotrain.manifests import content_digest, manifest_of
 from octotrain.storage import ChecksumMismatch, ObjectStore
-from tests.store_doubles import CountingStore
+from tests.store_doubles import CopyingStore, CountingStore
 
 GIB = 1024**3
 HOLDER = "task-1-run-single-0"
@@ -121,7 +121,7 @@ def test_an_entry_a_running_run_uses_is_not_evicted(tmp_path: Path) -> None:
 
 
 def test_inputs_larger_than_the_free_disk_fail_before_any_download(tmp_path: Path) -> None:
-    store = CountingStore(tmp_path / "objects")
+    store = CopyingStore(tmp_path / "objects")
     source = put_version(store, tmp_path, "datasets/p/d/v1", {"big.bin": b"b" * 5000})
     small_disk = NodeCache(
         tmp_path / "cache", max_bytes=GIB, free_bytes=lambda _path: 64 * 1024 * 1024 + 100
@@ -129,6 +129,18 @@ def test_inputs_larger_than_the_free_disk_fail_before_any_download(tmp_path: Pat
     with pytest.raises(DiskTooSmall, match=r"need 4\.9 KiB but the node's data disk .* has 100 B"):
         stage(store, small_disk, [source], tmp_path / "run")
     assert store.reads == 0 and not (tmp_path / "run").exists()
+
+
+def test_inputs_linked_from_a_local_store_need_no_room_on_the_disk(tmp_path: Path) -> None:
+    store = CountingStore(tmp_path / "objects")
+    source = put_version(store, tmp_path, "datasets/p/d/v1", {"big.bin": b"b" * 5000})
+    full_disk = NodeCache(tmp_path / "cache", max_bytes=GIB, free_bytes=lambda _path: 0)
+    stage(store, full_disk, [source], tmp_path / "run")
+    assert (tmp_path / "run" / source.name / "big.bin").read_bytes() == b"b" * 5000
+    # The cache's bound still counts them: it bounds what the cache keeps from eviction.
+    bounded = NodeCache(tmp_path / "bounded", max_bytes=4000, free_bytes=lambda _path: 0)
+    with pytest.raises(DiskTooSmall, match=r"need 4\.9 KiB but .* keeps 0 B .*cache bound 3\.9"):
+        stage(store, bounded, [source], tmp_path / "run2")
 
 
 def test_a_corrupt_object_fails_the_stage_and_leaves_no_copy(tmp_path: Path) -> None:
