@@ -169,13 +169,22 @@ def stage_node(
 
 def _linked(store: ObjectStore, source: StageSource, cache: NodeCache) -> bool:
     """The files of ``source`` will be hard links of the stored objects, which take no room
-    on the cache's disk: a local folder store on the cache's file system (a file that cannot
-    be linked after all, one written there by hand, is copied without that check)."""
+    on the cache's disk: tried with its first file (a local folder store on the cache's file
+    system and mount; its objects read-only). A file that cannot be linked after all (one
+    written into the store by hand) is copied without a free-space check."""
     folder = store.local_path(source.object_prefix)
+    if folder is None or not source.manifest:
+        return False
+    first, probe = folder / next(iter(source.manifest)), cache.incoming("link-probe")
     try:
-        return folder is not None and folder.stat().st_dev == cache.root.stat().st_dev
+        if first.stat().st_mode & 0o222:
+            return False
+        os.link(first, probe / "file")
     except OSError:
         return False
+    finally:
+        discard(probe)
+    return True
 
 
 def _parts(target: StageTarget) -> list[ViewPart]:
