@@ -90,9 +90,10 @@ class LocalFolderStore:
         read_only: bool = False,
     ) -> ObjectInfo:
         """With ``read_only``, the destination is a hard link of the stored file where the
-        file system allows (objects never change): linking and verifying 10,000 files of
-        13 KiB took 0.11 s, where copying and verifying them took 0.29 s to 1.4 s (``cp -r``:
-        1.3 s to 2.1 s) on this virtual machine, and a dataset is not on the disk twice."""
+        file system allows (objects never change): on 2 threads, 10,000 files of 13 KiB
+        were linked and verified in 0.19 s, where copying and verifying them took 0.29 s to
+        1.4 s (``cp -r``: 0.2 s to 2.1 s) on this virtual machine, whose new pages cost what
+        its host makes them cost; and a dataset is not on the disk twice."""
         transfer = _link_or_copy if read_only else copy_hashing
         made: list[Path] = []
         try:
