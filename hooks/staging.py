@@ -153,7 +153,9 @@ def stage_node(
     on_disk = sum(total_size(source.manifest) for source in copied)
     cache.make_room(needed, keep={source.digest for source in sources}, on_disk=on_disk)
     if needed:
-        note(f"downloading {human_bytes(needed)} for {len(missing)} input(s) into {cache.root}")
+        # Links of a local store's files take no room; their bytes are read to be verified.
+        verb = "linking and verifying" if not on_disk else "downloading"
+        note(f"{verb} {human_bytes(needed)} for {len(missing)} input(s) into {cache.root}")
     overall = _Overall(needed, on_bytes)
     overall.add(0)
     reports = []

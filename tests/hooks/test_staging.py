@@ -46,7 +46,8 @@ def test_many_files_and_a_large_one_are_staged_verified_with_progress(
         assert (dataset / source.name / relative).read_bytes() == data
     progress = [n for n in notes if re.search(r"of 11\.\d MiB \(\d+%\) at .*/s, ETA \d+s", n)]
     assert progress, notes
-    assert notes[0].startswith("downloading 11.") and "for 1 input(s)" in notes[0]
+    fetched = "linking and verifying" if isinstance(store, LocalFolderStore) else "downloading"
+    assert notes[0].startswith(f"{fetched} 11.") and "for 1 input(s)" in notes[0]
 
 
 def test_small_files_go_to_the_threads_in_batches_and_large_ones_alone() -> None:
