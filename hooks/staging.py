@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hooks.hashing_io import WRITE_PERMISSIONS
 from hooks.node_cache import WHOLE, NodeCache, ViewPart, discard, expose, human_bytes
 from octotrain.contracts import NodeFolders
 from octotrain.input_sources import StageSource
@@ -179,7 +180,7 @@ def _linked(store: ObjectStore, source: StageSource, cache: NodeCache) -> bool:
         return False
     first, probe = folder / next(iter(source.manifest)), cache.incoming("link-probe")
     try:
-        if first.stat().st_mode & 0o222:
+        if first.stat().st_mode & WRITE_PERMISSIONS:  # the rule link_hashing applies
             return False
         os.link(first, probe / "file")
     except OSError:
