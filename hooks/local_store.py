@@ -164,6 +164,10 @@ class LocalFolderStore:
             while chunk := handle.read(chunk_size):
                 yield chunk
 
+    def send_to(self, key: str, descriptor: int, *, start: int = 0) -> int:
+        with self._opened(key) as handle:
+            return send_file(handle, descriptor, start=start)
+
     def _opened(self, key: str) -> BinaryIO:
         try:
             return self._path(key).open("rb")
@@ -201,3 +205,15 @@ def _link_or_copy(
 ) -> tuple[str, int, float]:
     linked = link_hashing(source, destination, progress)
     return linked if linked is not None else copy_hashing(source, destination, progress)
+
+
+def send_file(handle: BinaryIO, descriptor: int, *, start: int = 0) -> int:
+    """Write the open file ``handle`` from ``start`` to ``descriptor`` inside the kernel
+    (``sendfile(2)``); how many bytes."""
+    size, offset = os.fstat(handle.fileno()).st_size, start
+    while offset < size:
+        moved = os.sendfile(descriptor, handle.fileno(), offset, size - offset)
+        if not moved:  # cut short since the size was read
+            break
+        offset += moved
+    return max(0, offset - start)

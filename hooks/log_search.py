@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import re
 import shutil
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO
 
 from hooks.run_logs import LogFile, RunLogs
@@ -99,7 +100,8 @@ def _search_file(
             source.seek(start.offset)
             found = _run(command, query, source, log, start)
     else:
-        found = _run(command, query, None, log, start, logs.chunks(log, start=start.offset))
+        send = functools.partial(logs.send_to, log, start=start.offset)
+        found = _run(command, query, None, log, start, send)
     hits = [hit for hit, _ in found]
     if len(hits) < limit:
         return hits, None
@@ -113,20 +115,21 @@ def _run(
     source: IO[bytes] | None,
     log: LogFile,
     start: SearchCursor,
-    chunks: Iterator[bytes] | None = None,
+    send: Callable[[int], object] | None = None,
 ) -> list[tuple[SearchHit, int]]:
-    """Run grep on ``source`` (a file positioned at ``start``) or on ``chunks`` piped to it."""
+    """Run grep on ``source`` (a file positioned at ``start``) or on what ``send`` writes to
+    the pipe it reads."""
     stdin = source if source is not None else subprocess.PIPE
     with subprocess.Popen(
         command, executable=grep_binary(), stdin=stdin, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, env=_environment(query),
     ) as process:  # fmt: skip
         feeder = None
-        if chunks is not None:
+        if send is not None:
             assert process.stdin is not None
             with contextlib.suppress(OSError, AttributeError):  # not Linux, or over its limit
                 fcntl.fcntl(process.stdin.fileno(), fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
-            feeder = threading.Thread(target=_feed, args=(process.stdin, chunks), daemon=True)
+            feeder = threading.Thread(target=_feed, args=(process.stdin, send), daemon=True)
             feeder.start()
         found = _read_hits(process.stdout, log, start, query.context)
         problem = process.stderr.read().decode("utf-8", "replace")[:500]
@@ -142,16 +145,12 @@ def _environment(query: SearchQuery) -> dict[str, str]:
     return {**os.environ, "LC_ALL": locale}
 
 
-def _feed(pipe: IO[bytes], chunks: Iterator[bytes]) -> None:
-    """Stream an object to grep, each chunk written straight to the pipe (no buffer between);
+def _feed(pipe: IO[bytes], send: Callable[[int], object]) -> None:
+    """Stream a log to grep (the store moves it into the pipe itself, hooks/socket_splice.py);
     grep may stop reading early (its limit reached)."""
     with contextlib.suppress(BrokenPipeError):
         try:
-            descriptor = pipe.fileno()
-            for chunk in chunks:
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.write(descriptor, view) :]
+            send(pipe.fileno())
         finally:
             pipe.close()
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from hooks.local_store import send_file
 from hooks.object_store import default_object_store
 from octotrain.catalog.models import Run
 from octotrain.contracts import LOG_KINDS, NodeLogNames
@@ -134,6 +135,15 @@ class RunLogs:
             handle.seek(start)
             while chunk := handle.read(CHUNK):
                 yield chunk
+
+    def send_to(self, log: LogFile, descriptor: int, *, start: int = 0) -> int:
+        """Write ``log`` from ``start`` to the pipe ``descriptor`` without bringing it through
+        Python where the store can (how many bytes)."""
+        path = self.local_path(log)
+        if path is None:
+            return self.store.send_to(f"{self.prefix}/{log.name}", descriptor, start=start)
+        with path.open("rb") as handle:
+            return send_file(handle, descriptor, start=start)
 
     def zip_chunks(self) -> Iterator[bytes]:
         """Every log file of the run as one zip (deflated: logs shrink several times), made

@@ -35,6 +35,7 @@ from tenacity import (
 
 from hooks.hashing_io import file_checksum
 from hooks.made_folders import missing_folders, remove_empty
+from hooks.socket_splice import send_body
 from octotrain.storage import (
     ObjectInfo,
     ObjectNotFound,
@@ -251,8 +252,22 @@ class S3Store:
         return self._retrying(f"read {key}", ranged, key=key)
 
     def iter_bytes(self, key: str, *, start: int = 0, chunk_size: int = 1 << 20) -> Iterator[bytes]:
-        """One GET streamed in chunks; a transfer cut off midway resumes where it stopped (as
-        many times as an operation is retried)."""
+        yield from self._resumed(key, start, lambda body: body.iter_chunks(chunk_size), len)
+
+    def send_to(self, key: str, descriptor: int, *, start: int = 0) -> int:
+        moved = self._resumed(key, start, lambda body: send_body(body, descriptor), int)
+        return sum(moved)
+
+    def _resumed(
+        self,
+        key: str,
+        start: int,
+        transfer: Callable[[Any], Iterator[T]],
+        size: Callable[[T], int],
+    ) -> Iterator[T]:
+        """What ``transfer`` yields from one GET of ``key`` from ``start`` (``size`` bytes of
+        the object each); a transfer cut off midway resumes where it stopped, as many times
+        as an operation is retried. The reader of a pipe going away is no cut: it ends it."""
         position, resumed = start, 0
         while True:
             body = self._retrying(
@@ -261,10 +276,12 @@ class S3Store:
             if body is None:
                 return
             try:
-                for chunk in body.iter_chunks(chunk_size):
-                    position += len(chunk)
-                    yield chunk
+                for step in transfer(body):
+                    position += size(step)
+                    yield step
                 return
+            except BrokenPipeError:
+                raise
             except (BotoCoreError, ConnectionError) as error:
                 resumed += 1
                 if resumed >= self.attempts:

@@ -88,6 +88,12 @@ class ObjectStore(Protocol):
         any size in constant memory (downloads, search)."""
         ...
 
+    def send_to(self, key: str, descriptor: int, *, start: int = 0) -> int:
+        """Write the content of ``key`` from ``start`` to the pipe ``descriptor`` (how many
+        bytes), without bringing it through Python where the store can: a search streams a
+        gigabyte log to grep this way. The pipe's reader gone, ``BrokenPipeError``."""
+        ...
+
     def delete_prefix(self, prefix: str) -> int: ...
 
     def copy_prefix(self, source: str, destination: str) -> int:

@@ -23,6 +23,7 @@ from octotrain.storage import (
     ObjectStoreUnavailable,
 )
 from tests.file_names import name_of, path_of
+from tests.pipe_reader import PipeReader
 
 MIB = 1024 * 1024
 
@@ -192,6 +193,10 @@ def test_ranges_and_streams_read_only_what_they_are_asked(
     assert b"".join(any_store.iter_bytes("logs/big.log", chunk_size=100_000)) == data
     assert b"".join(any_store.iter_bytes("logs/big.log", start=len(data) - 3)) == data[-3:]
     assert b"".join(any_store.iter_bytes("logs/big.log", start=len(data))) == b""
+    for start in (0, 1000, len(data)):
+        reader = PipeReader()
+        assert any_store.send_to("logs/big.log", reader.writing, start=start) == len(data) - start
+        assert reader.finish() == data[start:]
     any_store.put_file("logs/empty.log", write(tmp_path / "empty.log", b""))
     assert b"".join(any_store.iter_bytes("logs/empty.log")) == b""
     with pytest.raises(ObjectNotFound, match=r"logs/none\.log"):
@@ -200,6 +205,10 @@ def test_ranges_and_streams_read_only_what_they_are_asked(
         any_store.read_range("logs/none.log", 0, 10)
     with pytest.raises(ObjectNotFound, match=r"logs/none\.log"):
         list(any_store.iter_bytes("logs/none.log"))
+    reader = PipeReader()
+    with pytest.raises(ObjectNotFound, match=r"logs/none\.log"):
+        any_store.send_to("logs/none.log", reader.writing)
+    assert reader.finish() == b""
 
 
 def test_keys_up_to_the_announced_limit_round_trip(any_store: ObjectStore, tmp_path: Path) -> None:

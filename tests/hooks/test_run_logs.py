@@ -17,6 +17,7 @@ from octotrain.errors import InvalidQuery, NotFound
 from octotrain.log_search import SearchQuery
 from octotrain.log_text import tail
 from octotrain.run_layout import RunLayout
+from tests.pipe_reader import PipeReader
 
 NODES = ["distributed-0", "distributed-1"]
 TRAIN_0 = b"".join(b"epoch %d loss=0.%d\n" % (n, n) for n in range(1, 501)) + (
@@ -75,6 +76,10 @@ def test_pages_and_streams_read_the_same_bytes(logs: RunLogs) -> None:
     ]  # fmt: skip
     assert b"".join(logs.chunks(train)) == TRAIN_0
     assert b"".join(logs.chunks(train, start=len(TRAIN_0) - 8)) == b"after 3\n"
+    for start in (0, len(TRAIN_0) - 8):
+        reader = PipeReader()
+        assert logs.send_to(train, reader.writing, start=start) == len(TRAIN_0) - start
+        assert reader.finish() == TRAIN_0[start:]
 
 
 def test_a_search_names_file_line_offset_and_context(logs: RunLogs) -> None:

@@ -1,0 +1,145 @@
+"""S3 bodies moved into a pipe by the kernel (``splice``) on the real S3 server, resumed where
+a cut left them, stopped by a reader gone; copied where no plain socket is under them."""
+
+from __future__ import annotations
+
+import io
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from botocore.response import StreamingBody
+
+from hooks import socket_splice
+from hooks.s3_store import S3Store, s3_store_from_url
+from hooks.socket_splice import send_body
+from octotrain.storage import ObjectStoreUnavailable
+from tests.pipe_reader import PipeReader
+
+MIB = 1024 * 1024
+
+
+@pytest.fixture
+def store(s3_bucket: str) -> S3Store:
+    found = s3_store_from_url(s3_bucket, attempts=3, first_wait_seconds=0.01)
+    return S3Store(client=found.client, bucket=found.bucket, prefix="octotrain",
+                   attempts=3, first_wait_seconds=0.01)  # fmt: skip
+
+
+@pytest.fixture
+def data(store: S3Store, tmp_path: Path) -> bytes:
+    content = os.urandom(5 * MIB + 123)
+    (tmp_path / "train.log").write_bytes(content)
+    store.put_file("logs/train.log", tmp_path / "train.log")
+    return content
+
+
+@pytest.fixture
+def spliced(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The bytes each ``splice`` call moved."""
+    moved: list[int] = []
+    real = os.splice
+
+    def counting(source: int, destination: int, count: int) -> int:
+        moved.append(real(source, destination, count))
+        return moved[-1]
+
+    monkeypatch.setattr(socket_splice.os, "splice", counting)
+    return moved
+
+
+def test_the_real_server_s_body_reaches_the_pipe_through_the_kernel(
+    store: S3Store, data: bytes, spliced: list[int]
+) -> None:
+    starts = (0, 3 * MIB + 7, len(data))
+    for start in starts:
+        reader = PipeReader()
+        assert store.send_to("logs/train.log", reader.writing, start=start) == len(data) - start
+        assert reader.finish() == data[start:]
+    # All but what urllib3 read with the headers (one read of at most a MiB each time) went
+    # from socket to pipe inside the kernel.
+    assert sum(spliced) >= sum(len(data) - start - MIB for start in starts[:2])
+
+
+def test_a_cut_resumes_where_it_stopped_without_gap_or_repeat(
+    store: S3Store, data: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real, calls = os.splice, []
+
+    def cut_once(source: int, destination: int, count: int) -> int:
+        calls.append(count)
+        if len(calls) == 3:
+            raise ConnectionResetError("reset by peer")
+        return real(source, destination, count)
+
+    monkeypatch.setattr(socket_splice.os, "splice", cut_once)
+    reader = PipeReader()
+    assert store.send_to("logs/train.log", reader.writing, start=10) == len(data) - 10
+    assert reader.finish() == data[10:]
+
+
+def test_a_cut_every_time_is_named_after_the_retries(
+    store: S3Store, data: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def reset(source: int, destination: int, count: int) -> int:
+        raise ConnectionResetError("reset by peer")
+
+    monkeypatch.setattr(socket_splice.os, "splice", reset)
+    reader = PipeReader()
+    with pytest.raises(ObjectStoreUnavailable, match=r"train\.log .*cut off 3 times"):
+        store.send_to("logs/train.log", reader.writing)
+    reader.finish()
+
+
+def test_a_reader_gone_stops_the_transfer_at_once(store: S3Store, data: bytes) -> None:
+    asked: list[str] = []
+    store.client.meta.events.register(
+        "before-send.s3.GetObject", lambda request, **_: asked.append(request.url)
+    )
+    reader = PipeReader(hang_up=True)
+    with pytest.raises(BrokenPipeError):
+        store.send_to("logs/train.log", reader.writing)
+    os.close(reader.writing)
+    assert len(asked) == 1  # no retry: the reader has what it wanted
+
+
+def test_a_body_without_a_plain_socket_under_it_is_copied(spliced: list[int]) -> None:
+    content = b"line\n" * 100_000
+    reader = PipeReader()
+    body = StreamingBody(io.BytesIO(content), len(content))
+    assert sum(send_body(body, reader.writing)) == len(content)
+    assert reader.finish() == content
+    assert spliced == []
+
+
+@pytest.fixture
+def connection() -> Iterator[tuple[socket.socket, socket.socket]]:
+    ours, theirs = socket.socketpair()
+    yield ours, theirs
+    ours.close()
+    theirs.close()
+
+
+def test_a_connection_closed_short_is_a_cut(
+    connection: tuple[socket.socket, socket.socket],
+) -> None:
+    ours, theirs = connection
+    theirs.sendall(b"x" * 1000)
+    theirs.close()
+    reader = PipeReader()
+    with pytest.raises(ConnectionError, match="closed the connection 500 bytes short"):
+        list(socket_splice._splice(ours, reader.writing, 1500))
+    assert reader.finish() == b"x" * 1000
+
+
+def test_a_silent_connection_times_out_as_a_cut(
+    connection: tuple[socket.socket, socket.socket],
+) -> None:
+    ours, _ = connection
+    ours.settimeout(0.05)
+    reader = PipeReader()
+    with pytest.raises(ConnectionError, match=r"sent nothing for 0\.05 s"):
+        list(socket_splice._splice(ours, reader.writing, 10))
+    assert reader.finish() == b""
