@@ -5,8 +5,8 @@ received into Python, then written to the pipe: on two cores, shared with the S3
 grep, that copy is what made a search slower than boto3 merely reading the object. When the
 answer comes over a plain TCP socket (an ``http://`` endpoint, as MinIO or Ceph inside a
 cluster usually is), ``splice(2)`` moves it from the socket to the pipe inside the kernel
-instead. Over TLS, with a chunked or encoded answer, or off Linux, the body is copied as
-before. Either way the caller sees the same bytes.
+instead. Over TLS, with a chunked or encoded answer, or off Linux, the body is copied through
+Python. Either way the caller sees the same bytes.
 
 The socket is reached through botocore's and urllib3's public doors (``with body as
 response``, ``response.connection.sock``); ``tests/hooks/test_socket_splice.py`` proves on a
@@ -21,6 +21,8 @@ import socket
 import ssl
 from collections.abc import Iterator
 from typing import Any
+
+from urllib3.exceptions import HTTPError
 
 # What one splice moves at most: the pipe grep reads holds a megabyte (hooks/log_search.py).
 SPLICE_BYTES = 1 << 20
@@ -41,7 +43,10 @@ def send_body(body: Any, descriptor: int) -> Iterator[int]:
                 yield len(chunk)
             return
         # Reading the headers may have read the body's first bytes into urllib3's buffer.
-        buffered = response.read1(SPLICE_BYTES, decode_content=False)
+        try:
+            buffered = response.read1(SPLICE_BYTES, decode_content=False)
+        except HTTPError as error:  # what botocore's own reads turn into its errors
+            raise ConnectionError(f"reading the store's answer failed: {error}") from error
         if buffered:
             _write_all(descriptor, buffered)
             yield len(buffered)
