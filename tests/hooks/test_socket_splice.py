@@ -8,9 +8,11 @@ import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from botocore.response import StreamingBody
+from urllib3.exceptions import ProtocolError
 
 from hooks import socket_splice
 from hooks.s3_store import S3Store, s3_store_from_url
@@ -142,4 +144,31 @@ def test_a_silent_connection_times_out_as_a_cut(
     reader = PipeReader()
     with pytest.raises(ConnectionError, match=r"sent nothing for 0\.05 s"):
         list(socket_splice._splice(ours, reader.writing, 10))
+    assert reader.finish() == b""
+
+
+class _FailingAnswer:
+    """urllib3's answer, as ``with body as response`` gives it, failing its first read."""
+
+    chunked, length_remaining, headers = False, 10, {}
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.connection = SimpleNamespace(sock=sock)
+
+    def read1(self, amount: int, *, decode_content: bool) -> bytes:
+        raise ProtocolError("Connection broken: IncompleteRead")
+
+    def __enter__(self) -> _FailingAnswer:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        return None
+
+
+def test_a_failed_read_of_the_buffered_start_is_a_cut(
+    connection: tuple[socket.socket, socket.socket],
+) -> None:
+    reader = PipeReader()
+    with pytest.raises(ConnectionError, match=r"reading the store's answer failed: .*broken"):
+        list(send_body(_FailingAnswer(connection[0]), reader.writing))
     assert reader.finish() == b""
