@@ -3,19 +3,22 @@
 ``OCTOTRAIN_OBJECT_STORE_URL=s3://<bucket>[/<prefix>]?conn_id=<connection id>``: the connection
 (type ``aws``), read by the Amazon provider's ``S3Hook``, gives the credentials as login and
 password (or a role to assume, a profile ...) and, for MinIO, the endpoint as
-``{"endpoint_url": "http://minio:9000"}`` in its extra. Transfers go through boto3's transfer
-manager: multipart uploads and parallel ranged downloads above ``multipart_chunk_mib``, with
-the checksum (BLAKE3) of a file computed in place, by a second core, while it is uploaded, and
-of a download once its ranges are written. Transient failures (the store unreachable, 5xx,
-throttling) are retried with exponential backoff; then ``ObjectStoreUnavailable`` says so.
+``{"endpoint_url": "http://minio:9000"}`` in its extra. Uploads go through boto3's transfer
+manager (multipart above ``multipart_chunk_mib``), with the checksum (BLAKE3) of a file
+computed in place, by a second core, meanwhile. Downloads are ranges of that size read in
+parallel and written in place, moved from socket to file by the kernel where the endpoint
+allows it (hooks/socket_splice.py), and hashed once written. Transient failures (the store
+unreachable, 5xx, throttling) are retried with exponential backoff, and a body cut off midway
+resumes where it stopped; then ``ObjectStoreUnavailable`` says so.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import uuid
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlparse
@@ -24,7 +27,6 @@ from boto3.s3.transfer import TransferConfig, create_transfer_manager
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 from s3transfer.manager import TransferManager
-from s3transfer.subscribers import BaseSubscriber
 from tenacity import (
     RetryError,
     Retrying,
@@ -35,7 +37,7 @@ from tenacity import (
 
 from hooks.hashing_io import file_checksum
 from hooks.made_folders import missing_folders, remove_empty
-from hooks.socket_splice import send_body
+from hooks.socket_splice import send_body, write_body
 from octotrain.storage import (
     ObjectInfo,
     ObjectNotFound,
@@ -56,14 +58,6 @@ TRANSIENT_CODES = {"SlowDown", "RequestTimeout", "InternalError", "ServiceUnavai
 DELETE_BATCH = 1000
 # S3 (and MinIO) refuse object keys longer than this, in UTF-8 bytes.
 S3_MAX_KEY_BYTES = 1024
-
-
-class _ProgressSubscriber(BaseSubscriber):
-    def __init__(self, progress: Progress) -> None:
-        self.progress = progress
-
-    def on_progress(self, future: Any, bytes_transferred: int, **kwargs: Any) -> None:
-        self.progress(bytes_transferred)
 
 
 def _transient(error: BaseException) -> bool:
@@ -107,17 +101,28 @@ class S3Store:
             max_concurrency=concurrency,
             use_threads=True,
         )
+        self.part_bytes = multipart_chunk_mib * MIB
         self._manager: TransferManager | None = None
+        self._downloads: ThreadPoolExecutor | None = None
         self._manager_lock = threading.Lock()
 
     @property
     def manager(self) -> TransferManager:
-        """One transfer manager for every transfer of this store: its threads and connections
+        """One transfer manager for every upload of this store: its threads and connections
         are shared, so that many small objects cost no more than their requests."""
         with self._manager_lock:
             if self._manager is None:
                 self._manager = create_transfer_manager(self.client, self.transfer)
             return self._manager
+
+    @property
+    def downloads(self) -> ThreadPoolExecutor:
+        """The threads that read the ranges of every download of this store (the first range of
+        each is read by the caller's thread, so that a small object costs one GET, no more)."""
+        with self._manager_lock:
+            if self._downloads is None:
+                self._downloads = ThreadPoolExecutor(self.concurrency, "octotrain-s3-download")
+            return self._downloads
 
     def _key(self, key: str) -> str:
         return self.prefix + validate_key(key)
@@ -171,20 +176,15 @@ class S3Store:
         progress: Progress | None = None,
         read_only: bool = False,  # a remote object is always downloaded
     ) -> ObjectInfo:
-        full, destination = self._key(key), Path(destination)
+        validate_key(key)  # before any folder is made
+        destination = Path(destination)
         made = missing_folders(destination.parent)
         destination.parent.mkdir(parents=True, exist_ok=True)
         # Not the destination's name plus a suffix: that name may already be 255 bytes long.
         partial = destination.with_name(f".octotrain-download-{uuid.uuid4().hex[:12]}.part")
 
-        def download() -> None:
-            subscribers = [_ProgressSubscriber(progress)] if progress else None
-            # To a path, not a stream: the manager's threads write their ranges in place, in
-            # parallel, instead of queueing them for one writer in order.
-            self.manager.download(self.bucket, full, str(partial), subscribers=subscribers).result()
-
         try:
-            self._retrying(f"read {key}", download, key=key)
+            self._download(key, partial, progress)
             digest = file_checksum(partial)
             checked_digest(key, checksum, digest, partial)
         except BaseException:
@@ -194,6 +194,54 @@ class S3Store:
         size = partial.stat().st_size
         partial.replace(destination)
         return ObjectInfo(key=key, size=size, modified=0.0, checksum=digest)
+
+    def _download(self, key: str, path: Path, progress: Progress | None) -> None:
+        """Write ``key`` into the new file ``path``, range by range. The first range's answer
+        tells the object's size and version (ETag): the other ranges, of that version only
+        (``If-Match``), go to the download threads while this one writes the first."""
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            first = self._retrying(
+                f"read {key}", lambda: self._get(key, 0, self.part_bytes), key=key
+            )
+            if first is None:  # an empty object has no first byte to read
+                return
+            size = _object_size(first)
+            etag = str(first["ETag"])
+            # A server that answers an empty object's range with all of it sends one, empty.
+            spans = [
+                (start, min(start + self.part_bytes, size))
+                for start in range(0, size, self.part_bytes)
+            ] or [(0, 0)]
+            others = [
+                self.downloads.submit(self._write_range, key, descriptor, span, etag, progress)
+                for span in spans[1:]
+            ]
+            try:
+                self._write_range(key, descriptor, spans[0], etag, progress, first=first)
+            except BaseException:
+                _finish(others, failed=True)
+                raise
+            _finish(others)
+        finally:
+            os.close(descriptor)
+
+    def _write_range(
+        self,
+        key: str,
+        descriptor: int,
+        span: tuple[int, int],
+        etag: str,
+        progress: Progress | None,
+        first: dict[str, Any] | None = None,
+    ) -> None:
+        start, end = span
+        for moved in self._resumed(
+            key, start, lambda body, at: write_body(body, descriptor, at), int,
+            end=end, etag=etag, first=first,
+        ):  # fmt: skip
+            if progress is not None:
+                progress(moved)
 
     def list(self, prefix: str) -> list[ObjectInfo]:
         base = self._key(prefix.rstrip("/")) + "/"
@@ -224,11 +272,18 @@ class S3Store:
             key=key, size=int(head["ContentLength"]), modified=head["LastModified"].timestamp()
         )
 
-    def _body_from(self, key: str, position: int) -> Any:
-        """The streaming body of ``key`` from byte ``position``; None when nothing is there."""
-        ranged = {"Range": f"bytes={position}-"} if position else {}
+    def _get(
+        self, key: str, start: int, end: int | None = None, etag: str | None = None
+    ) -> dict[str, Any] | None:
+        """The answer for bytes ``start`` to ``end`` (excluded; the object's end if None) of
+        ``key``, of version ``etag`` if given; None when nothing is there."""
+        asked: dict[str, str] = {}
+        if start or end is not None:
+            asked["Range"] = f"bytes={start}-{'' if end is None else end - 1}"
+        if etag is not None:
+            asked["IfMatch"] = etag
         try:
-            return self.client.get_object(Bucket=self.bucket, Key=self._key(key), **ranged)["Body"]
+            return dict(self.client.get_object(Bucket=self.bucket, Key=self._key(key), **asked))
         except ClientError as error:
             if error.response.get("Error", {}).get("Code") == "InvalidRange":
                 return None
@@ -252,31 +307,39 @@ class S3Store:
         return self._retrying(f"read {key}", ranged, key=key)
 
     def iter_bytes(self, key: str, *, start: int = 0, chunk_size: int = 1 << 20) -> Iterator[bytes]:
-        yield from self._resumed(key, start, lambda body: body.iter_chunks(chunk_size), len)
+        chunks = self._resumed(key, start, lambda body, _: body.iter_chunks(chunk_size), len)
+        yield from chunks
 
     def send_to(self, key: str, descriptor: int, *, start: int = 0) -> int:
-        moved = self._resumed(key, start, lambda body: send_body(body, descriptor), int)
+        moved = self._resumed(key, start, lambda body, _: send_body(body, descriptor), int)
         return sum(moved)
 
     def _resumed(
         self,
         key: str,
         start: int,
-        transfer: Callable[[Any], Iterator[T]],
+        transfer: Callable[[Any, int], Iterator[T]],
         size: Callable[[T], int],
+        *,
+        end: int | None = None,
+        etag: str | None = None,
+        first: dict[str, Any] | None = None,
     ) -> Iterator[T]:
-        """What ``transfer`` yields from one GET of ``key`` from ``start`` (``size`` bytes of
-        the object each); a transfer cut off midway resumes where it stopped, as many times
-        as an operation is retried. The reader of a pipe going away is no cut: it ends it."""
-        position, resumed = start, 0
+        """What ``transfer`` yields from the body of one GET of ``key`` from ``start`` (to
+        ``end``, of version ``etag``; ``first`` is that GET's answer if already read), given
+        the body and where it starts (``size`` bytes of the object each step); a transfer cut
+        off midway resumes where it stopped, as many times as an operation is retried. The
+        reader of a pipe going away is no cut: it ends it."""
+        position, resumed, answer = start, 0, first
         while True:
-            body = self._retrying(
-                f"read {key}", lambda at=position: self._body_from(key, at), key=key
-            )
-            if body is None:
-                return
+            if answer is None:
+                answer = self._retrying(
+                    f"read {key}", lambda at=position: self._get(key, at, end, etag), key=key
+                )
+                if answer is None:
+                    return
             try:
-                for step in transfer(body):
+                for step in transfer(answer["Body"], position):
                     position += size(step)
                     yield step
                 return
@@ -288,6 +351,7 @@ class S3Store:
                     raise ObjectStoreUnavailable(
                         f"cannot read {key} at {self.url}: cut off {resumed} times ({error})"
                     ) from None
+                answer = None
 
     def delete_prefix(self, prefix: str) -> int:
         keys = [self._key(info.key) for info in self.list(prefix)]
@@ -324,6 +388,29 @@ class S3Store:
 
     def local_path(self, prefix: str) -> Path | None:
         return None
+
+
+def _object_size(answer: dict[str, Any]) -> int:
+    """The whole object's size, from a ranged answer (``bytes 0-15/1234``) or, where the
+    server ignored the range, the answer's own length."""
+    whole = str(answer.get("ContentRange", "")).rpartition("/")[2]
+    return int(whole) if whole.isdigit() else int(answer["ContentLength"])
+
+
+def _finish(futures: list[Future[None]], *, failed: bool = False) -> None:
+    """Wait for ``futures`` and raise the first failure; at a failure (theirs, or one already
+    ``failed`` elsewhere) cancel those not started, and wait for those running, which write to
+    a file about to be closed."""
+    if not failed:
+        wait(futures, return_when=FIRST_EXCEPTION)
+    for future in futures:
+        future.cancel()
+    wait(futures)
+    if failed:
+        return
+    for future in futures:
+        if not future.cancelled() and (error := future.exception()) is not None:
+            raise error
 
 
 def s3_store_from_url(url: str, *, attempts: int, first_wait_seconds: float) -> S3Store:

@@ -67,6 +67,18 @@ def test_put_and_get_record_and_verify_the_checksum(
 
 
 @READ_ONLY
+def test_an_empty_object_is_an_empty_file(
+    any_store: ObjectStore, tmp_path: Path, read_only: bool
+) -> None:
+    any_store.put_file("d/empty.txt", write(tmp_path / "empty.txt", b""))
+    target = tmp_path / "out" / "empty.txt"
+    got = any_store.get_file(
+        "d/empty.txt", target, checksum=blake3(b"").hexdigest(), read_only=read_only
+    )
+    assert (got.size, target.read_bytes()) == (0, b"")
+
+
+@READ_ONLY
 def test_a_corrupt_copy_is_removed_and_named(
     any_store: ObjectStore, tmp_path: Path, read_only: bool
 ) -> None:
@@ -230,7 +242,7 @@ def test_keys_up_to_the_announced_limit_round_trip(any_store: ObjectStore, tmp_p
 
 
 def test_a_download_cut_off_midway_leaves_no_file(s3_bucket: str, tmp_path: Path) -> None:
-    """The parts are written in place by the transfer manager's threads: when a part is
+    """The ranges are written in place by the download threads: when a range is
     refused (the credentials revoked midway), the download fails, named, and nothing it wrote
     stays in the folder."""
     store = s3_store_from_url(s3_bucket, attempts=2, first_wait_seconds=0.05)
@@ -249,9 +261,33 @@ def test_a_download_cut_off_midway_leaves_no_file(s3_bucket: str, tmp_path: Path
     target = tmp_path / "out" / "big.bin"
     with pytest.raises(ObjectStoreError, match=r"cannot read m/big\.bin .*AccessDenied"):
         store.get_file("m/big.bin", target)
-    # A ranged, multipart download was cut (its threads send the parts in any order).
+    # A ranged download was cut (its threads send the ranges in any order).
     assert len(ranges) > 1 and all(part.startswith(b"bytes=") for part in ranges)
     assert not target.parent.exists()  # nothing it wrote, nor the folder it made
+
+
+def test_an_object_replaced_during_its_download_is_refused(s3_bucket: str, tmp_path: Path) -> None:
+    """The ranges of a download are all of the version the first one read (``If-Match``): a
+    file stitched from two versions would fail only a checksum, where a caller gave one."""
+    found = s3_store_from_url(s3_bucket, attempts=2, first_wait_seconds=0.05)
+    store = S3Store(client=found.client, bucket=found.bucket, prefix="octotrain",
+                    multipart_chunk_mib=5, attempts=2, first_wait_seconds=0.05)  # fmt: skip
+    writer = s3_store_from_url(s3_bucket, attempts=2, first_wait_seconds=0.05)
+    store.put_file("m/big.bin", write(tmp_path / "big.bin", os.urandom(12 * MIB)))
+    replacement = write(tmp_path / "new.bin", os.urandom(12 * MIB))
+    sent: list[str] = []
+
+    def replace_after_the_first_range(**_: object) -> None:
+        sent.append("GET")
+        if len(sent) == 1:
+            writer.client.upload_file(str(replacement), store.bucket, "octotrain/m/big.bin")
+
+    store.client.meta.events.register("after-call.s3.GetObject", replace_after_the_first_range)
+    target = tmp_path / "out" / "big.bin"
+    with pytest.raises(ObjectStoreError, match=r"cannot read m/big\.bin .*PreconditionFailed"):
+        store.get_file("m/big.bin", target)
+    assert not target.parent.exists()
+    assert store.get_file("m/big.bin", target).size == 12 * MIB  # the new version, whole
 
 
 class _Refusal:

@@ -1,8 +1,10 @@
-"""S3 bodies moved into a pipe by the kernel (``splice``) on the real S3 server, resumed where
-a cut left them, stopped by a reader gone; copied where no plain socket is under them."""
+"""S3 bodies moved into a pipe, or a download's ranges into their file, by the kernel
+(``splice``) on the real S3 server, resumed where a cut left them, stopped by a reader gone;
+copied where no plain socket is under them, or the file system cannot splice."""
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import socket
@@ -16,7 +18,7 @@ from urllib3.exceptions import ProtocolError
 
 from hooks import socket_splice
 from hooks.s3_store import S3Store, s3_store_from_url
-from hooks.socket_splice import send_body
+from hooks.socket_splice import send_body, write_body
 from octotrain.storage import ObjectStoreUnavailable
 from tests.pipe_reader import PipeReader
 
@@ -40,7 +42,7 @@ def data(store: S3Store, tmp_path: Path) -> bytes:
 
 @pytest.fixture
 def spliced(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The bytes each ``splice`` call moved."""
+    """The bytes each ``splice`` call from a socket moved."""
     moved: list[int] = []
     real = os.splice
 
@@ -50,6 +52,29 @@ def spliced(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(socket_splice.os, "splice", counting)
     return moved
+
+
+@pytest.fixture
+def spliced_to_file(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The bytes each ``splice`` call into a file moved (those from a socket go on as they
+    would)."""
+    moved: list[int] = []
+    real = os.splice
+
+    def counting(source: int, destination: int, count: int, **at: int) -> int:
+        done = real(source, destination, count, **at)
+        if at:
+            moved.append(done)
+        return done
+
+    monkeypatch.setattr(socket_splice.os, "splice", counting)
+    return moved
+
+
+def small_ranges(store: S3Store) -> S3Store:
+    """The same bucket, downloaded in ranges of 2 MiB (the server refuses such upload parts)."""
+    return S3Store(client=store.client, bucket=store.bucket, prefix="octotrain",
+                   attempts=3, first_wait_seconds=0.01, multipart_chunk_mib=2)  # fmt: skip
 
 
 def test_the_real_server_s_body_reaches_the_pipe_through_the_kernel(
@@ -172,3 +197,68 @@ def test_a_failed_read_of_the_buffered_start_is_a_cut(
     with pytest.raises(ConnectionError, match=r"reading the store's answer failed: .*broken"):
         list(send_body(_FailingAnswer(connection[0]), reader.writing))
     assert reader.finish() == b""
+
+
+def test_a_download_s_ranges_reach_their_file_through_the_kernel(
+    store: S3Store, data: bytes, tmp_path: Path, spliced_to_file: list[int]
+) -> None:
+    progress: list[int] = []
+    got = small_ranges(store).get_file(
+        "logs/train.log", tmp_path / "copy.log", progress=progress.append
+    )
+    assert (tmp_path / "copy.log").read_bytes() == data
+    assert got.size == sum(progress) == len(data)
+    # Three ranges: all but what urllib3 read with each one's headers (one read of at most a
+    # MiB) went from socket to file inside the kernel.
+    assert sum(spliced_to_file) >= len(data) - 3 * MIB
+
+
+def test_a_cut_range_resumes_and_the_download_is_whole(
+    store: S3Store, data: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real, from_sockets = os.splice, []
+
+    def cut_once(source: int, destination: int, count: int, **at: int) -> int:
+        if not at:
+            from_sockets.append(count)
+            if len(from_sockets) == 1:
+                raise ConnectionResetError("reset by peer")
+        return real(source, destination, count, **at)
+
+    monkeypatch.setattr(socket_splice.os, "splice", cut_once)
+    progress: list[int] = []
+    small_ranges(store).get_file("logs/train.log", tmp_path / "copy.log", progress=progress.append)
+    assert (tmp_path / "copy.log").read_bytes() == data
+    assert len(from_sockets) > 1  # cut, then resumed
+    assert sum(progress) == len(data)  # what the cut range wrote is not counted twice
+
+
+def test_a_file_system_that_cannot_splice_gets_a_copy(
+    store: S3Store, data: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = os.splice
+
+    def no_splice_to_files(source: int, destination: int, count: int, **at: int) -> int:
+        if at:
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real(source, destination, count)
+
+    monkeypatch.setattr(socket_splice.os, "splice", no_splice_to_files)
+    small_ranges(store).get_file("logs/train.log", tmp_path / "copy.log")
+    assert (tmp_path / "copy.log").read_bytes() == data
+
+
+def test_a_body_without_a_plain_socket_is_written_in_place(
+    tmp_path: Path, spliced: list[int]
+) -> None:
+    content = b"x" * (3 * MIB)
+    path = tmp_path / "file"
+    path.write_bytes(b"-" * 10)
+    descriptor = os.open(path, os.O_WRONLY)
+    try:
+        body = StreamingBody(io.BytesIO(content), len(content))
+        assert sum(write_body(body, descriptor, 5)) == len(content)
+    finally:
+        os.close(descriptor)
+    assert path.read_bytes() == b"-" * 5 + content
+    assert spliced == []
