@@ -199,7 +199,7 @@ class S3Store:
         """Write ``key`` into the new file ``path``, range by range. The first range's answer
         tells the object's size and version (ETag): the other ranges, of that version only
         (``If-Match``), go to the download threads while this one writes the first."""
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         try:
             first = self._retrying(
                 f"read {key}", lambda: self._get(key, 0, self.part_bytes), key=key
