@@ -294,15 +294,9 @@ class S3Store:
             return b""
 
         def ranged() -> bytes:
-            try:
-                answer = self.client.get_object(
-                    Bucket=self.bucket, Key=self._key(key), Range=f"bytes={start}-{end - 1}"
-                )
-            except ClientError as error:
-                if error.response.get("Error", {}).get("Code") == "InvalidRange":
-                    return b""  # ``start`` is at or past the end: nothing there
-                raise
-            return answer["Body"].read()
+            answer = self._get(key, start, end)
+            # None: ``start`` is at or past the end, nothing there.
+            return b"" if answer is None else bytes(answer["Body"].read())
 
         return self._retrying(f"read {key}", ranged, key=key)
 
