@@ -52,7 +52,7 @@ from typing import Any
 
 from boto3.s3.transfer import TransferConfig, create_transfer_manager
 
-from bench.staging import CHUNK_MIB, CONCURRENCY, s3_server, timed
+from bench.staging import CHUNK_MIB, CONCURRENCY, product_store, s3_server, timed
 from hooks.checkpoint_sync import (
     BackgroundCheckpointSync,
     CheckpointSync,
@@ -180,7 +180,8 @@ class Bench:
         subprocess.run(command, check=True, env=self.env)
 
     def without_sync(self) -> float:
-        return timed(lambda: self.train(self.fresh("checkpoint")))
+        folder = self.root / "checkpoint"
+        return timed(lambda: self.train(folder), after=lambda: self.fresh("checkpoint"))
 
     def with_sync(self, objects: RunObjects) -> tuple[float, float, tuple[float, float, float]]:
         """The training's wall time with the sync beside it, the final sync's, and the CPU
@@ -194,18 +195,19 @@ class Bench:
         pids = self.server_pids()
         (own, children), server = own_and_children_cpu(), cpu_seconds(pids)
         background.start()
-        training = timed(lambda: self.train(folder))
+        training = timed(lambda: self.train(folder), after=lambda: None)
         (own_after, children_after), server_after = own_and_children_cpu(), cpu_seconds(pids)
-        final = timed(background.finish)
+        final = timed(background.finish, after=lambda: None)
         cpu = (children_after - children, own_after - own, server_after - server)
         return training, final, cpu
 
     def restore(self, objects: RunObjects) -> None:
+        """Into ``restored``, emptied before the measure (as ``baseline``)."""
         restore_checkpoint(self.store, sources=[objects], objects=RunObjects(0, "restored"),
-                           node_index=NODE, folder=self.fresh("restored"))  # fmt: skip
+                           node_index=NODE, folder=self.root / "restored")  # fmt: skip
 
     def baseline_restore(self, objects: RunObjects) -> None:
-        target = self.fresh("baseline")
+        target = self.root / "baseline"
         if isinstance(self.store, LocalFolderStore):
             source = self.store.local_path(objects.checkpoints(NODE))
             subprocess.run(["cp", "-r", str(source), str(target / "copy")], check=True)
@@ -236,8 +238,15 @@ class Bench:
             manifest = read_manifest(self.store, objects, NODE)
             assert manifest is not None and len(manifest.files) == self.saves
             restoring = [
-                lambda: restores.append(timed(lambda: self.restore(objects))),
-                lambda: baselines.append(timed(lambda: self.baseline_restore(objects))),
+                lambda: restores.append(
+                    timed(lambda: self.restore(objects), after=lambda: self.fresh("restored"))
+                ),
+                lambda: baselines.append(
+                    timed(
+                        lambda: self.baseline_restore(objects),
+                        after=lambda: self.fresh("baseline"),
+                    )
+                ),
             ]
             for measure in restoring if number % 2 == 0 else restoring[::-1]:
                 measure()
@@ -278,9 +287,7 @@ def run_backend(backend: str, arguments: argparse.Namespace) -> list[Figure]:
             if endpoint is not None:
                 client = endpoint.client()
                 client.create_bucket(Bucket="bench")
-                store: ObjectStore = S3Store(client=client, bucket="bench", prefix="o",
-                                             concurrency=CONCURRENCY,
-                                             multipart_chunk_mib=CHUNK_MIB)  # fmt: skip
+                store: ObjectStore = product_store(endpoint)
                 server_pids = partial(pids_in, endpoint.folder)
             else:
                 client, store = None, LocalFolderStore(root / "objects")
