@@ -415,7 +415,7 @@ def s3_store_from_url(url: str, *, attempts: int, first_wait_seconds: float) -> 
     Airflow resolves from the environment, a secrets backend or the metadata DB.
     ``config_kwargs`` override this store's client defaults (single attempts, since the store
     retries each operation as a whole; timeouts; 32 connections; path-style addressing, or the
-    extra's ``addressing_style``)."""
+    extra's ``addressing_style``; bodies sent with their CRC32, unsigned)."""
     from airflow.providers.amazon.aws.hooks.s3 import S3Hook
 
     parsed = urlparse(url)
@@ -426,16 +426,23 @@ def s3_store_from_url(url: str, *, attempts: int, first_wait_seconds: float) -> 
     connection = hook.conn_config
     if connection.conn_id != conn_id:  # the hook would go on with AWS's default credentials
         raise ObjectStoreError(f"object store {url!r}: no Airflow connection {conn_id!r}")
+    given = hook.config
+    s3_settings = {
+        "addressing_style": connection.extra_config.get("addressing_style", "path"),
+        # Over http as over https, a body's CRC32 goes with it, not its SHA-256: a second
+        # pass over every byte uploaded, on the core the S3 server may share (see README).
+        "payload_signing_enabled": False,
+    } | (given.s3 or {})
     defaults = Config(
         retries={"total_max_attempts": 1},  # retried above, with backoff, as one operation
         connect_timeout=5,
         read_timeout=60,
         max_pool_connections=32,
-        s3={"addressing_style": connection.extra_config.get("addressing_style", "path")},
     )
     client = hook.get_client_type(
         region_name=connection.region_name or DEFAULT_REGION,
-        config=defaults.merge(hook.config),
+        # The connection's ``s3`` settings join the store's, one by one, not all or nothing.
+        config=defaults.merge(given).merge(Config(s3=s3_settings)),
     )
     return S3Store(
         client=client,

@@ -6,6 +6,7 @@ the store's own client defaults stay unless the connection says otherwise."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,6 +18,8 @@ import pytest
 
 from hooks.s3_store import S3Store, s3_store_from_url
 from octotrain.storage import ObjectStoreError
+from tests.conftest import S3_CONNECTION
+from tests.radosgw import S3Endpoint
 
 
 def _store(monkeypatch: pytest.MonkeyPatch, extra: dict[str, Any], **conn: Any) -> S3Store:
@@ -38,7 +41,7 @@ def test_a_minio_style_connection_keeps_its_endpoint_keys_and_the_store_s_defaul
     assert config.retries["total_max_attempts"] == 1  # the store retries whole operations
     assert (config.connect_timeout, config.read_timeout) == (5, 60)
     assert config.max_pool_connections == 32
-    assert config.s3 == {"addressing_style": "path"}
+    assert config.s3 == {"addressing_style": "path", "payload_signing_enabled": False}
     assert (store.bucket, store.prefix) == ("bucket", "prefix/")
 
 
@@ -65,7 +68,8 @@ def test_verify_proxies_and_config_kwargs_of_the_connection_are_honoured(
     assert client._endpoint.http_session._verify == str(bundle)
     config = client.meta.config
     assert config.proxies == {"https": "http://proxy.internal:3128"}
-    assert config.read_timeout == 300 and config.s3 == {"addressing_style": "virtual"}
+    assert config.read_timeout == 300
+    assert config.s3 == {"addressing_style": "virtual", "payload_signing_enabled": False}
     assert config.connect_timeout == 5  # what the connection leaves alone stays the store's
     unverified = _store(monkeypatch, {"endpoint_url": "https://s3.internal", "verify": False})
     assert unverified.client._endpoint.http_session._verify is False
@@ -135,3 +139,39 @@ def test_a_missing_connection_is_named_not_replaced_by_default_credentials(
     monkeypatch.delenv("AIRFLOW_CONN_NOWHERE", raising=False)
     with pytest.raises(ObjectStoreError, match="no Airflow connection 'nowhere'"):
         s3_store_from_url("s3://bucket?conn_id=nowhere", attempts=1, first_wait_seconds=0)
+
+
+@pytest.mark.parametrize("signed", [False, True], ids=["default", "signed-by-connection"])
+def test_an_upload_goes_with_its_crc32_its_sha256_only_if_the_connection_asks(
+    monkeypatch: pytest.MonkeyPatch, s3_server: S3Endpoint, tmp_path: Path, signed: bool
+) -> None:
+    """Over plain http botocore would hash every byte sent twice (CRC32, then SHA-256 for the
+    signature): the store sends the CRC32 only, unless the connection's ``config_kwargs``
+    turn payload signing back on. Either way the server takes it, whole and in parts."""
+    connection = json.loads(os.environ[f"AIRFLOW_CONN_{S3_CONNECTION.upper()}"])
+    if signed:
+        connection["extra"]["config_kwargs"] = {"s3": {"payload_signing_enabled": True}}
+    monkeypatch.setenv("AIRFLOW_CONN_SIGNING", json.dumps(connection))
+    s3_server.client().create_bucket(Bucket="signing")
+    found = s3_store_from_url("s3://signing?conn_id=signing", attempts=1, first_wait_seconds=0)
+    store = S3Store(client=found.client, bucket="signing", multipart_chunk_mib=5)
+    sent: dict[str, dict[str, str]] = {}
+
+    def capture(request: Any, event_name: str, **_: Any) -> None:
+        sent[event_name.rsplit(".", 1)[-1]] = {
+            name.lower(): value.decode() if isinstance(value, bytes) else value
+            for name, value in request.headers.items()
+        }
+
+    store.client.meta.events.register("before-send.s3", capture)
+    for name, size in (("small.bin", 1000), ("large.bin", 6 * 1024 * 1024)):
+        data = os.urandom(size)
+        (tmp_path / name).write_bytes(data)
+        store.put_file(name, tmp_path / name)
+        store.get_file(name, tmp_path / "back" / name)
+        assert (tmp_path / "back" / name).read_bytes() == data
+    for operation in ("PutObject", "UploadPart"):
+        headers = sent[operation]
+        assert "x-amz-checksum-crc32" in headers
+        payload = headers["x-amz-content-sha256"]
+        assert (payload != "UNSIGNED-PAYLOAD") is signed, operation
