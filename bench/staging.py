@@ -13,7 +13,10 @@ measures:
   files are copied;
 - the same staging again with the node cache warm. Ratio: warm / cold time (goal <= 0.05);
 - archiving a large model (upload with checksums, check, version committed in a SQLite catalog)
-  against ``cp`` (local) or boto3's ``upload_file`` (S3). Ratio: baseline / archive time.
+  against ``cp`` (local) or boto3's ``upload_file`` with a plain client (S3). Ratio: baseline /
+  archive time. On S3 also ``upload_file`` with the client the store is given by its Airflow
+  connection (bodies sent with their CRC32, unsigned: README), the part of the ratio its
+  settings make.
 
 Each figure is the median of ``--repeat`` runs, baseline and Octotrain taking turns to go
 first, each started right after deleting what its own side wrote the round before and
