@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -152,9 +153,10 @@ def test_an_upload_goes_with_its_crc32_its_sha256_only_if_the_connection_asks(
     if signed:
         connection["extra"]["config_kwargs"] = {"s3": {"payload_signing_enabled": True}}
     monkeypatch.setenv("AIRFLOW_CONN_SIGNING", json.dumps(connection))
-    s3_server.client().create_bucket(Bucket="signing")
-    found = s3_store_from_url("s3://signing?conn_id=signing", attempts=1, first_wait_seconds=0)
-    store = S3Store(client=found.client, bucket="signing", multipart_chunk_mib=5)
+    bucket = f"signing-{uuid.uuid4().hex[:12]}"
+    s3_server.client().create_bucket(Bucket=bucket)
+    found = s3_store_from_url(f"s3://{bucket}?conn_id=signing", attempts=1, first_wait_seconds=0)
+    store = S3Store(client=found.client, bucket=bucket, multipart_chunk_mib=5)
     sent: dict[str, dict[str, str]] = {}
 
     def capture(request: Any, event_name: str, **_: Any) -> None:
