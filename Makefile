@@ -2,12 +2,12 @@
 UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 PORT ?= 8080
 
-.PHONY: run test bench uv sync
+.PHONY: run test test-machine bench uv sync
 
 run: sync ## install from the lock file, start Airflow, run the 2-node demo, keep Airflow up
 	$(UV) run octotrain up --port $(PORT)
 
-test: sync ## lint, check the layering (DESIGN.md), run the whole test suite (SQLite and PostgreSQL)
+test: sync test-machine ## lint, check the layering, run the whole test suite (SQLite and PostgreSQL)
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
 	$(UV) run lint-imports
@@ -23,6 +23,10 @@ bench: sync ## the benchmarks of bench/, each printing ratios to a baseline of t
 	$(UV) run python -m bench.extract
 	$(UV) run python -m bench.trigger
 	$(UV) run python -m bench.load
+
+# PostgreSQL, Redis, chromium, Ceph's S3 gateway and docker-compose: installed and started when missing.
+test-machine:
+	bash tools/test_machine.sh
 
 sync: uv plugins/ui/node_modules/.package-lock.json
 	$(UV) sync --frozen
