@@ -38,6 +38,10 @@ NAMING_CONVENTION = {
     "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
     "pk": "pk_%(table_name)s",
 }
+# Every row's id is never given again once its row is deleted: ids name DAGs, pages, compare
+# links, bookmarks and lineage records. PostgreSQL's sequences never reuse one; SQLite reuses
+# the highest id after its row is deleted unless the table has AUTOINCREMENT.
+NEVER_REUSED_IDS = {"sqlite_autoincrement": True}
 
 
 def utcnow() -> datetime:
@@ -139,6 +143,7 @@ class Project(Base):
     of (Airflow admins see all)."""
 
     __tablename__ = "projects"
+    __table_args__ = (NEVER_REUSED_IDS,)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(64), unique=True)
@@ -156,7 +161,7 @@ class ProjectMember(Base):
     """An Airflow user (by user name, as Airflow's auth manager reports it) in a project."""
 
     __tablename__ = "project_members"
-    __table_args__ = (UniqueConstraint("project_id", "username"),)
+    __table_args__ = (UniqueConstraint("project_id", "username"), NEVER_REUSED_IDS)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
@@ -168,7 +173,7 @@ class ProjectMember(Base):
 
 class ResourceSpec(Base):
     __tablename__ = "resource_specs"
-    __table_args__ = (UniqueConstraint("project_id", "name"),)
+    __table_args__ = (UniqueConstraint("project_id", "name"), NEVER_REUSED_IDS)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="RESTRICT"))
@@ -188,7 +193,7 @@ class ResourceSpec(Base):
 
 class Algorithm(Base):
     __tablename__ = "algorithms"
-    __table_args__ = (UniqueConstraint("project_id", "name"),)
+    __table_args__ = (UniqueConstraint("project_id", "name"), NEVER_REUSED_IDS)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="RESTRICT"))
@@ -212,7 +217,7 @@ class Algorithm(Base):
 
 class Dataset(Base):
     __tablename__ = "datasets"
-    __table_args__ = (UniqueConstraint("project_id", "name"),)
+    __table_args__ = (UniqueConstraint("project_id", "name"), NEVER_REUSED_IDS)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="RESTRICT"))
@@ -231,7 +236,7 @@ class Dataset(Base):
 
 class DatasetVersion(StoredFiles, Base):
     __tablename__ = "dataset_versions"
-    __table_args__ = (UniqueConstraint("dataset_id", "version"),)
+    __table_args__ = (UniqueConstraint("dataset_id", "version"), NEVER_REUSED_IDS)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="RESTRICT"))
@@ -255,7 +260,7 @@ class DataCache(StoredFiles, Base):
     expired) copies it again beside the copy in use and switches when complete."""
 
     __tablename__ = "data_caches"
-    __table_args__ = (UniqueConstraint("project_id", "name"),)
+    __table_args__ = (UniqueConstraint("project_id", "name"), NEVER_REUSED_IDS)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="RESTRICT"))
@@ -288,7 +293,7 @@ class DataCache(StoredFiles, Base):
 
 class ModelRepository(Base):
     __tablename__ = "model_repositories"
-    __table_args__ = (UniqueConstraint("project_id", "name"),)
+    __table_args__ = (UniqueConstraint("project_id", "name"), NEVER_REUSED_IDS)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="RESTRICT"))
@@ -307,7 +312,7 @@ class ModelVersion(StoredFiles, Base):
     of the same repository cannot both take the same number)."""
 
     __tablename__ = "model_versions"
-    __table_args__ = (UniqueConstraint("repository_id", "version"),)
+    __table_args__ = (UniqueConstraint("repository_id", "version"), NEVER_REUSED_IDS)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     repository_id: Mapped[int] = mapped_column(
@@ -348,6 +353,7 @@ class ModelVersionInput(Base):
             "(dataset_version_id IS NULL) <> (input_model_version_id IS NULL)",
             name="one_input",
         ),
+        NEVER_REUSED_IDS,
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -380,7 +386,7 @@ class TrainingTask(Base):
     __tablename__ = "training_tasks"
     # Its id names its Airflow DAG, which outlives it (retired, with its runs' history): SQLite
     # must not give a deleted task's id to the next one (PostgreSQL's sequence never does).
-    __table_args__ = (UniqueConstraint("project_id", "name"), {"sqlite_autoincrement": True})
+    __table_args__ = (UniqueConstraint("project_id", "name"), NEVER_REUSED_IDS)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="RESTRICT"))
@@ -412,7 +418,7 @@ class Run(Base):
     """One Airflow DAG run of a training task, as Octotrain sees it."""
 
     __tablename__ = "runs"
-    __table_args__ = (UniqueConstraint("task_id", "airflow_run_id"),)
+    __table_args__ = (UniqueConstraint("task_id", "airflow_run_id"), NEVER_REUSED_IDS)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     task_id: Mapped[int] = mapped_column(ForeignKey("training_tasks.id", ondelete="CASCADE"))
@@ -447,7 +453,7 @@ class NodeHold(Base):
     What usage accounting (``octotrain.catalog.accounting``) bills."""
 
     __tablename__ = "node_holds"
-    __table_args__ = (UniqueConstraint("run_id", "node_index"),)
+    __table_args__ = (UniqueConstraint("run_id", "node_index"), NEVER_REUSED_IDS)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))

@@ -80,6 +80,45 @@ def test_a_deleted_task_s_id_is_never_given_to_a_later_task(
     assert later.id > newest.id
 
 
+def test_a_deleted_task_s_run_ids_are_never_given_to_later_runs(
+    catalog: CatalogHook, store: LocalFolderStore
+) -> None:
+    """Run ids name compare links, ``resumed_from`` and lineage: after the task with the newest
+    runs is deleted, another task's next runs get new ids, not those."""
+    seed(catalog, store)
+    with catalog.session() as session:
+        task = session.scalars(select(TrainingTask)).one()
+        doomed = copy_of(task, "doomed")
+        runs = [Run(task=doomed, airflow_run_id=f"r{n}", state=RunState.STOPPED, node_count=1)
+                for n in (1, 2)]  # fmt: skip
+        session.add_all([doomed, *runs])
+    gone = [run.id for run in runs]
+    with catalog.session() as session:
+        session.delete(session.get(TrainingTask, doomed.id))
+    with catalog.session() as session:
+        task = session.scalars(select(TrainingTask)).one()
+        later = [Run(task=task, airflow_run_id=f"l{n}", state=RunState.QUEUED, node_count=1)
+                 for n in (1, 2)]  # fmt: skip
+        session.add_all(later)
+    assert min(run.id for run in later) > max(gone)
+
+
+def test_every_sqlite_table_keeps_its_ids_from_being_reused(tmp_path: Path) -> None:
+    """Migrated from 0008 as an old catalog would be: every table has AUTOINCREMENT after."""
+    catalog = CatalogHook(f"sqlite:///{tmp_path / 'catalog.db'}")
+    migrate.upgrade(catalog.engine, "0008")
+    catalog.migrate()
+    with catalog.engine.connect() as connection:
+        schemas = dict(
+            connection.exec_driver_sql(
+                "SELECT name, sql FROM sqlite_master WHERE type = 'table'"
+            ).all()
+        )
+    catalog.dispose()
+    plain = [name for name in TABLES - {"alembic_version"} if "AUTOINCREMENT" not in schemas[name]]
+    assert plain == []
+
+
 def test_upgrading_a_sqlite_catalog_to_ids_never_reused_keeps_every_task_and_run(
     tmp_path: Path, store: LocalFolderStore
 ) -> None:
