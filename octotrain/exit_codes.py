@@ -1,7 +1,9 @@
 """What a training process's exit code means, for the supplemental log.
 
-An out-of-memory kill and a kill after the stop grace period are told apart by the launchers,
-which know them (``octotrain.supplemental_log``); an exit status alone cannot say which."""
+An out-of-memory kill at the node's memory limit and a kill after the stop grace period are
+told apart by the launchers, which know them (``octotrain.supplemental_log`` says those
+first); so a SIGKILL described here is one that neither explains, and its failure class is
+``lost`` (``octotrain.failure_classes``): the words say the same."""
 
 from __future__ import annotations
 
@@ -12,6 +14,11 @@ import signal
 # fails with the failure class "hung" even when the training, stopped, exited 0.
 HUNG_EXIT_STATUS = 122
 
+# Why a SIGKILL that no stop and no kill at the node's memory limit explains came.
+SIGKILLED_CAUSE = (
+    "no stop and no kill at its memory limit was recorded: another program, a person, or the "
+    "machine's own out-of-memory killer"
+)
 _KNOWN = {
     0: "success",
     1: "the training program failed (general error)",
@@ -19,7 +26,7 @@ _KNOWN = {
     HUNG_EXIT_STATUS: "stopped as hung by its wrapper: its log and metrics had stopped advancing",
     126: "the command was found but could not be executed (permission or format)",
     127: "the command was not found in the image or on the PATH",
-    137: "killed by SIGKILL from outside the program (the system out of memory, or a person)",
+    137: f"killed by SIGKILL from outside the training ({SIGKILLED_CAUSE})",
     139: "segmentation fault (SIGSEGV)",
     143: "terminated by SIGTERM: the node was stopped",
 }
@@ -42,7 +49,7 @@ def _describe_signal(number: int) -> str:
     except ValueError:
         name = f"signal {number}"
     if number == signal.SIGKILL:
-        return f"killed by {name} from outside the program (the system out of memory, or a person)"
+        return f"killed by {name} from outside the training ({SIGKILLED_CAUSE})"
     if number == signal.SIGTERM:
         return f"terminated by {name}: the node was stopped"
     return f"killed by {name}"

@@ -15,6 +15,7 @@ process's end (``local_end_class``).
 from __future__ import annotations
 
 import re
+import signal
 from enum import StrEnum
 from typing import Any
 
@@ -41,6 +42,10 @@ TRAIN_CONTAINER = "base"
 STORE_UNAVAILABLE = re.compile(r"cannot .+ at \S+ after \d+ attempts|cut off \d+ times")
 # The exit status of a process killed by a signal is above this (128 + the signal).
 SIGNAL_EXIT_BASE = 128
+# A training killed by SIGKILL that no stop and no kill at its memory limit explains was killed
+# from outside it (another program, a person, the machine's own out-of-memory killer): as
+# outside the training as a lost worker, so its class is the same.
+SIGKILLED = {SIGNAL_EXIT_BASE + signal.SIGKILL, -signal.SIGKILL}
 
 
 class FailureClass(StrEnum):
@@ -137,6 +142,8 @@ def pod_end_class(
         return FailureClass.OUT_OF_MEMORY
     if terminated.get("reason") in ("StartError", "ContainerCannotRun"):
         return FailureClass.START
+    if terminated.get("exitCode") in SIGKILLED:
+        return FailureClass.LOST
     return FailureClass.TRAINING
 
 
@@ -153,7 +160,8 @@ def local_end_class(
     """The class of a local node's abnormal end. The node's wrapper writes its exit report
     whenever the training ends, whatever its exit; a wrapper killed by a signal before it wrote
     one (with its process group, from outside: a person, a shutdown) stands for a lost node, as
-    on a cluster."""
+    on a cluster, and so does a training killed by SIGKILL that neither a stop nor its memory
+    limit (``out_of_memory``: the cgroup's ``oom_kill`` event) explains."""
     if stopped:
         return FailureClass.STOPPED
     if start_error:
@@ -165,6 +173,8 @@ def local_end_class(
     if out_of_memory:
         return FailureClass.OUT_OF_MEMORY
     if not wrapper_reported and exit_code > SIGNAL_EXIT_BASE:
+        return FailureClass.LOST
+    if exit_code in SIGKILLED:
         return FailureClass.LOST
     return FailureClass.TRAINING
 

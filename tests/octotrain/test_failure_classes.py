@@ -45,6 +45,7 @@ DISRUPTED = {"type": "DisruptionTarget", "status": "True", "reason": "Preemption
         (None, FailureClass.LOST),  # gone without a word: deleted, or its node collected
         (_pod("Unknown"), FailureClass.LOST),  # its node stopped answering
         (_pod(base=_exited(1)), FailureClass.TRAINING),
+        (_pod(base=_exited(137, "Error")), FailureClass.LOST),  # SIGKILL, not at its limit
         (_pod(base=_exited(137, "OOMKilled")), FailureClass.OUT_OF_MEMORY),
         (_pod(base=_exited(128, "StartError")), FailureClass.START),
         (_pod(init=_exited(2)), FailureClass.START),  # data preparation: bad input
@@ -112,7 +113,10 @@ _LOCAL = {"exit_code": 1, "wrapper_reported": True, "stopped": False, "out_of_me
     ("facts", "expected"),
     [
         ({}, FailureClass.TRAINING),
-        ({"exit_code": 137}, FailureClass.TRAINING),  # the training killed, the wrapper said so
+        # The training killed with no stop and no out-of-memory kill recorded: from outside.
+        ({"exit_code": 137}, FailureClass.LOST),
+        ({"exit_code": -9}, FailureClass.LOST),
+        ({"exit_code": 139}, FailureClass.TRAINING),  # its own segmentation fault
         ({"exit_code": 137, "wrapper_reported": False}, FailureClass.LOST),
         ({"exit_code": 1, "wrapper_reported": False}, FailureClass.TRAINING),  # no signal
         ({"exit_code": 137, "wrapper_reported": False, "stopped": True}, FailureClass.STOPPED),

@@ -152,4 +152,20 @@ def test_a_training_that_fails_on_its_own_is_not_started_again(
     assert not list((layout_of(fails).run_dir / "restarts").glob("*.json"))
 
 
+def test_a_training_killed_by_sigkill_from_outside_is_lost_in_both_lines(plan: RunPlan) -> None:
+    """A SIGKILL that no stop and no kill at the memory limit explains: the exit status's words
+    and the failure class both say it came from outside the training."""
+    killed = _plan(
+        plan,
+        max_node_restarts=0,
+        command=[sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"],
+    )
+    node = _start(killed, "single-0")
+    assert isinstance(node.ended(), AirflowException)
+    log = node.supplemental()
+    assert "killed by SIGKILL from outside the training" in log
+    assert "failure class lost: the node was lost for a reason outside its training" in log
+    assert "failed on its own" not in log
+
+
 _TRAINS_UNTIL_KILLED = "import time\nprint('training', flush=True)\ntime.sleep(60)\n"
