@@ -21,6 +21,7 @@ from octotrain.supplemental_log import (
     NodeEnding,
     SupplementalLog,
     explain,
+    resume_hint,
     staging_error_in,
 )
 from octotrain.time_limits import TRAINING_LIMIT, WAIT_LIMIT, ReachedLimit
@@ -48,6 +49,8 @@ class NodeEnd:
     max_training_seconds: int | None = None
     # The pod's own deadline (activeDeadlineSeconds), backing up the training limit.
     active_deadline_seconds: int | None = None
+    # Whether the node's checkpoint is in the object store (a resume would restore it).
+    checkpoint_synced: bool = False
 
 
 def diagnose(
@@ -88,6 +91,7 @@ def _ending(end: NodeEnd, train_exit_code: int | None, **facts: Any) -> NodeEndi
         killed_after_grace_seconds=report.get("killed_after_grace_seconds"),
         time_limit=ReachedLimit.from_json(report.get("time_limit")),
         hung=HungNode.from_json(report.get("hung")),
+        checkpoint_synced=end.checkpoint_synced,
         **facts,
     )
 
@@ -101,7 +105,7 @@ def _deadline_exceeded(node: str, end: NodeEnd) -> SupplementalLog:
         f"{node} reached its time limit: {limit.in_words()}; Kubernetes ended its pod at the "
         f"pod's deadline (activeDeadlineSeconds, {deadline}: the limit, the time to start and "
         "the grace period)",
-        ("the run can be resumed from its last checkpoint (octotrain task resume)",),
+        (resume_hint(end.checkpoint_synced),),
     )
 
 

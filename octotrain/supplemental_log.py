@@ -58,6 +58,8 @@ class NodeEnding:
     time_limit: ReachedLimit | None = None
     # The hang its wrapper stopped it for (``octotrain.hang_detection``).
     hung: HungNode | None = None
+    # Whether the node's checkpoint is in the object store: only then can a resume restore it.
+    checkpoint_synced: bool = False
 
 
 @dataclass(frozen=True)
@@ -87,9 +89,11 @@ def explain(ending: NodeEnding) -> SupplementalLog | None:
     if ending.start_error is not None:
         return SupplementalLog(f"{node} failed to start because {ending.start_error}", status)
     if ending.time_limit is not None:
-        return _time_limited(node, ending.time_limit, ending.killed_after_grace_seconds)
+        return _time_limited(
+            node, ending.time_limit, ending.killed_after_grace_seconds, ending.checkpoint_synced
+        )
     if ending.hung is not None:
-        return _hung(node, ending.hung, ending.killed_after_grace_seconds)
+        return _hung(node, ending.hung, ending.killed_after_grace_seconds, ending.checkpoint_synced)
     if ending.stop_reason is not None or ending.killed_after_grace_seconds is not None:
         return _stopped(node, ending, status)
     if ending.out_of_memory is not None:
@@ -112,19 +116,32 @@ def _stopped(node: str, ending: NodeEnding, status: tuple[str, ...]) -> Suppleme
     return SupplementalLog(f"{reason}; {forced}", (f"exit code 137: {forced} (SIGKILL)",))
 
 
-def _time_limited(node: str, limit: ReachedLimit, grace: float | None) -> SupplementalLog:
+def resume_hint(checkpoint_synced: bool) -> str:
+    """What a person can do next about a node's checkpoint: resume from it, or, where none was
+    synced (``octotrain task resume`` would refuse), write one next time."""
+    if checkpoint_synced:
+        return "the run can be resumed from its last checkpoint (octotrain task resume)"
+    return (
+        "no checkpoint was synced (nothing was written to CHECKPOINT), so the run cannot be "
+        "resumed: it can only be run again from the start"
+    )
+
+
+def _time_limited(
+    node: str, limit: ReachedLimit, grace: float | None, checkpoint_synced: bool
+) -> SupplementalLog:
     reason = (
         f"{node} reached its time limit: {limit.in_words()}; it was sent SIGTERM and given the "
         "grace period to save a checkpoint"
     )
     if grace is not None:
         reason += f"; it ignored SIGTERM and was killed after the grace period of {grace:g} s"
-    return SupplementalLog(
-        reason, ("the run can be resumed from its last checkpoint (octotrain task resume)",)
-    )
+    return SupplementalLog(reason, (resume_hint(checkpoint_synced),))
 
 
-def _hung(node: str, hung: HungNode, grace: float | None) -> SupplementalLog:
+def _hung(
+    node: str, hung: HungNode, grace: float | None, checkpoint_synced: bool
+) -> SupplementalLog:
     reason = (
         f"{node} was stopped as hung: {hung.in_words()}; it was sent SIGTERM and given the "
         "grace period to save a checkpoint"
@@ -136,7 +153,7 @@ def _hung(node: str, hung: HungNode, grace: float | None) -> SupplementalLog:
         (
             f"failure class {HUNG}: not retried (a hang is the training's own); the train log's "
             "last lines show where it stopped",
-            "the run can be resumed from its last checkpoint (octotrain task resume)",
+            resume_hint(checkpoint_synced),
         ),
     )
 

@@ -18,6 +18,7 @@ from typing import Any
 from airflow.sdk import Context
 
 from hooks.catalog import default_catalog
+from hooks.checkpoint_sync import store_has
 from hooks.kubernetes_runs import KubernetesRuns
 from hooks.object_store import default_object_store
 from hooks.run_abort import StoreAbortMarker
@@ -129,6 +130,7 @@ class CollectPodLogsOperator(TrainingStageOperator):
                 config=kubernetes_config(),
                 grace_seconds=int(get_settings().stop_grace_seconds),
             ),
+            checkpoint_synced=store_has(store, objects.checkpoint_manifest(node_index)),
         )
         return diagnose(pod, events, end)
 

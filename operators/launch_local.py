@@ -24,7 +24,7 @@ from typing import Any
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowException, AirflowSkipException
 
-from hooks.checkpoint_sync import BackgroundCheckpointSync, CheckpointSync
+from hooks.checkpoint_sync import BackgroundCheckpointSync, CheckpointSync, store_has
 from hooks.local_process import (
     AGENT_DIR,
     LocalNodeProcess,
@@ -341,6 +341,10 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
             out_of_memory=memory,
             time_limit=outcome.time_limit,
             hung=outcome.hung,
+            checkpoint_synced=self._plan is not None
+            and store_has(
+                default_object_store(), self._plan.objects.checkpoint_manifest(self.node_index)
+            ),
         )
 
     def _finish(

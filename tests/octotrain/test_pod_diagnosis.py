@@ -189,7 +189,11 @@ TRAINING_LIMITED = {"name": "max_training_seconds", "seconds": 3600}
 def test_a_training_stopped_at_its_time_limit_names_the_limit_whatever_its_status() -> None:
     """The wrapper stopped it (SIGTERM, grace) and exited 124; the training itself saved its
     checkpoint and exited 0."""
-    end = replace(END, exit_report={"exit_status": 0, "time_limit": TRAINING_LIMITED})
+    end = replace(
+        END,
+        exit_report={"exit_status": 0, "time_limit": TRAINING_LIMITED},
+        checkpoint_synced=True,
+    )
     ended = pod("Failed", containerStatuses=[train({"terminated": {"exitCode": 124}})])
     log = said(ended, end)
     assert log.reason == (
@@ -200,6 +204,15 @@ def test_a_training_stopped_at_its_time_limit_names_the_limit_whatever_its_statu
     assert log.details == (
         "the run can be resumed from its last checkpoint (octotrain task resume)",
     )
+
+
+def test_a_time_limit_without_a_synced_checkpoint_does_not_suggest_resuming() -> None:
+    """``octotrain task resume`` refuses a run that left no checkpoint: the log says so."""
+    end = replace(END, exit_report={"exit_status": 0, "time_limit": TRAINING_LIMITED})
+    ended = pod("Failed", containerStatuses=[train({"terminated": {"exitCode": 124}})])
+    (detail,) = said(ended, end).details
+    assert "resumed from" not in detail
+    assert detail.startswith("no checkpoint was synced (nothing was written to CHECKPOINT)")
 
 
 def test_a_pod_ended_at_its_deadline_names_the_training_limit_and_the_deadline() -> None:

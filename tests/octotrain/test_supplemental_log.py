@@ -3,11 +3,13 @@ for both launchers; the run's message in the catalog carries it."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
 
 from octotrain.abort_flags import AbortFlag
+from octotrain.hang_detection import HungNode
 from octotrain.supplemental_log import (
     MemoryExhaustion,
     NodeEnding,
@@ -208,3 +210,23 @@ def test_the_last_memory_sample_is_read_past_a_torn_line() -> None:
     samples = '{"timestamp": 1, "memory_bytes": 10}\n{"timestamp": 2, "memory_bytes": 20}\n{"time'
     assert last_sampled_memory(samples) == 20
     assert last_sampled_memory('{"timestamp": 1, "missing": ["psutil"]}\n') is None
+
+
+@pytest.mark.parametrize(
+    "ending",
+    [
+        NodeEnding("single-0", exit_code=0, time_limit=ReachedLimit("max_training_seconds", 60)),
+        NodeEnding(
+            "single-0", exit_code=122, hung=HungNode(silent_seconds=31, hang_after_seconds=30)
+        ),
+    ],
+)
+@pytest.mark.parametrize("synced", [True, False])
+def test_resuming_is_suggested_only_when_a_checkpoint_was_synced(
+    ending: NodeEnding, synced: bool
+) -> None:
+    log = explain(replace(ending, checkpoint_synced=synced))
+    assert log is not None
+    suggested = any("can be resumed from its last checkpoint" in line for line in log.details)
+    assert suggested is synced
+    assert any("cannot be resumed" in line for line in log.details) is not synced
