@@ -2,8 +2,8 @@
 
 Every route depends on Airflow's ``get_user`` (router-wide, so a new route cannot forget it):
 without an Airflow token or session cookie it answers 401. The pages (``plugins/ui``) depend on
-it the same way. The OpenAPI document is at
-``/octotrain/openapi.json`` and the interactive one at ``/octotrain/docs``.
+it the same way, and so do the OpenAPI document (``/octotrain/openapi.json``) and the
+interactive one (``/octotrain/docs``), which FastAPI would otherwise serve to anyone.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from plugins.api import (
     lineage_routes,
     log_routes,
     metrics_routes,
+    openapi_routes,
     progress_routes,
     task_routes,
 )
@@ -29,6 +30,9 @@ API_PREFIX = "/api/v1"
 
 def create_app() -> FastAPI:
     app = FastAPI(
+        openapi_url=None,  # served by openapi_routes, behind the login
+        docs_url=None,
+        redoc_url=None,
         title="Octotrain",
         description=(
             "Training tasks, the catalog they use (projects, resource specs, algorithms, "
@@ -47,6 +51,7 @@ def create_app() -> FastAPI:
     api.include_router(accounting_routes.router)
     api.include_router(progress_routes.router)
     app.include_router(api)
+    app.include_router(openapi_routes.router)
     app.include_router(pages.router, dependencies=[Depends(get_user)])
     app.include_router(catalog_pages.router, dependencies=[Depends(get_user)])
     app.include_router(accounting_pages.router, dependencies=[Depends(get_user)])

@@ -76,6 +76,12 @@ STATIC_FILES = {
     "nav_icon_light.svg": (STATIC / "nav_icon_light.svg", "image/svg+xml"),
     "nav_icon_dark.svg": (STATIC / "nav_icon_dark.svg", "image/svg+xml"),
     "echarts.min.js": (HERE / "node_modules/echarts/dist/echarts.min.js", "text/javascript"),
+    # Swagger UI of the API's interactive document (plugins/api/openapi_routes.py).
+    "swagger-ui-bundle.js": (
+        HERE / "node_modules/swagger-ui-dist/swagger-ui-bundle.js",
+        "text/javascript",
+    ),
+    "swagger-ui.css": (HERE / "node_modules/swagger-ui-dist/swagger-ui.css", "text/css"),
 }
 _templates = jinja2.Environment(
     loader=jinja2.FileSystemLoader(HERE / "templates"),

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -81,7 +82,21 @@ def test_the_api_server_serves_the_plugin_behind_airflows_login(
     assert [project["name"] for project in projects.json()] == ["demo"]
     bob = login(client, "bob", "bob-pw")
     assert client.get("/octotrain/api/v1/projects", headers=bob).json() == []
-    assert client.get("/octotrain/openapi.json").json()["info"]["title"] == "Octotrain"
+    for document in ("/octotrain/openapi.json", "/octotrain/docs"):
+        assert client.get(document).status_code == 401
+    assert client.get("/octotrain/openapi.json", headers=bob).json()["info"]["title"] == "Octotrain"
+    page = client.get("/octotrain/docs", headers=bob)
+    assert page.status_code == 200 and "/octotrain/openapi.json" in page.text
+    assert "cdn" not in page.text.lower()  # Swagger UI from the plugin's own packages
+    assets = re.findall(r'(?:src|href)="(/octotrain/ui/static/[^"]+)"', page.text)
+    assert len(assets) == 3
+    for asset in assets:
+        assert client.get(asset, headers=bob).status_code == 200
+    # A malformed token is refused as Airflow's own API refuses it (403), not anonymous.
+    garbled = {"Authorization": "Bearer not-a-token"}
+    assert client.get("/octotrain/api/v1/projects", headers=garbled).status_code == (
+        client.get("/api/v2/dags", headers=garbled).status_code
+    )
 
 
 def test_airflow_lists_the_run_tabs_and_the_navigation_entry(
