@@ -1,10 +1,11 @@
 """What every ``octotrain`` command works with: a catalog session, the object store, and the
 command's identity. The command holds the catalog's credentials itself (like ``airflow``'s own
-CLI holds the metadata DB's), so it acts as an administrator of every project."""
+CLI holds the metadata DB's), so it acts as an administrator of every project, under the name of
+the Airflow user it triggers runs as (``OCTOTRAIN_AIRFLOW_USERNAME``): a stop, an import and a
+trigger from the command line are recorded as that user, as Airflow records the trigger."""
 
 from __future__ import annotations
 
-import getpass
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -16,7 +17,7 @@ from octotrain.settings import get_settings
 
 
 def cli_scope() -> Scope:
-    return Scope.administrator(f"cli:{getpass.getuser()}")
+    return Scope.administrator(get_settings().airflow_username)
 
 
 @contextmanager

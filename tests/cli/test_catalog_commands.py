@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from cli.main import app
+from octotrain.settings import get_settings
 from tests.cli.conftest import Cli
 from tests.file_names import name_of
 
@@ -83,7 +84,7 @@ def test_projects_members_and_model_imports(cli: Cli, tmp_path: Path) -> None:
                         "--from", weights, "--description", "seed", "-p", "demo")  # fmt: skip
     assert (imported["version"], imported["size_bytes"]) == (1, 10)
     shown = cli.json("model-repository", "version", "show", "house-price-model", "1", "-p", "demo")
-    assert shown["lineage"]["imported_by"].startswith("cli:")
+    assert shown["lineage"]["imported_by"] == get_settings().airflow_username
 
 
 def test_the_project_option_comes_from_the_environment(cli: Cli) -> None:

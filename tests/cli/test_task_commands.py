@@ -3,7 +3,6 @@ against a real Airflow api-server."""
 
 from __future__ import annotations
 
-import getpass
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -219,7 +218,7 @@ def test_stop_notes_the_run_in_airflow_after_its_note(
     [patch] = patched
     assert patch.method == "PATCH" and patch.url.params["update_mask"] == "note"
     note = json.loads(patch.content)["note"]
-    assert note.startswith(f"retrain\n\n**Stopped by cli:{getpass.getuser()}** at ")
+    assert note.startswith(f"retrain\n\n**Stopped by {get_settings().airflow_username}** at ")
 
 
 def test_resume_triggers_a_run_resuming_a_failed_one_with_a_checkpoint(
@@ -278,7 +277,7 @@ def test_stop_raises_the_active_runs_flag_and_refuses_an_ended_run(
     assert result.exit_code == 0, result.output
     stopped = json.loads(result.stdout)
     assert stopped["run_id"] == "manual__2"
-    assert stopped["stopping"] == f"stopped by cli:{getpass.getuser()}"
+    assert stopped["stopping"] == f"stopped by {get_settings().airflow_username}"
     # No Airflow to reach here: the run stops all the same, and the user is told.
     assert stopped["noted_in_airflow"] is False
     assert "warning: stopping, but Airflow's run has no note saying so" in result.stderr
