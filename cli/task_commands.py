@@ -10,7 +10,13 @@ import typer
 from cli.output import FileOption, JsonOption, load_document, reported, show, show_list
 from cli.run_option import RUN_HELP, run_named
 from cli.session import catalog_session, cli_scope
-from hooks.airflow_rest import TERMINAL_RUN_STATES, AirflowApiError, AirflowRestClient, wait_until
+from hooks.airflow_rest import (
+    TERMINAL_RUN_STATES,
+    AirflowApiError,
+    AirflowRestClient,
+    new_run_id,
+    wait_until,
+)
 from hooks.object_store import default_object_store
 from hooks.run_resume import why_not_resumed
 from hooks.run_stops import request_stop
@@ -18,7 +24,9 @@ from octotrain.catalog.views import RunView, TaskView
 from octotrain.contracts import dag_id_for
 from octotrain.errors import Conflict, InvalidInput, InvalidTrigger
 from octotrain.planning import resolve_run
+from octotrain.run_lifecycle import forget_trigger, record_triggered
 from octotrain.run_settings import RESUME_SETTING
+from octotrain.secrets import held_apart
 from octotrain.settings import get_settings
 from octotrain.tasks import Tasks
 
@@ -160,19 +168,34 @@ def resume_task_run(
 def _trigger(
     task_id: int, settings_of_run: dict[str, object], *, wait: bool, timeout: float, as_json: bool
 ) -> None:
-    """Judge the task with the run's settings (refused before Airflow is asked), then trigger
-    it through Airflow's REST API and show the run (its end, with ``wait``)."""
+    """Judge the task with the run's settings (refused before Airflow is asked), record it as
+    queued, then trigger it through Airflow's REST API and show the run (its end, with
+    ``wait``). Secret values are held apart from the conf Airflow keeps (``octotrain.secrets``),
+    in the queued run; a trigger that fails removes it."""
     dag_id = dag_id_for(task_id)
+    run_id = new_run_id()
+    conf, held = held_apart(settings_of_run)
     with catalog_session() as session:
         try:
-            resolve_run(session, Tasks(session, cli_scope()).get(task_id), conf=settings_of_run)
+            resolved = resolve_run(
+                session, Tasks(session, cli_scope()).get(task_id), conf=settings_of_run
+            )
         except InvalidInput as refused:
             raise InvalidTrigger(refused.problems) from None
-    airflow = AirflowRestClient.from_settings(get_settings())
-    wait_until(f"Airflow to parse DAG {dag_id}", lambda: airflow.dag_exists(dag_id),
-               timeout=timeout)  # fmt: skip
-    airflow.unpause(dag_id)
-    run_id = airflow.trigger(dag_id, settings_of_run)
+        resumed = settings_of_run.get(RESUME_SETTING)
+        record_triggered(session, task_id, run_id, triggered_by=cli_scope().username,
+                         node_count=resolved.spec.node_count, secrets=held,
+                         resumed_from=resumed if isinstance(resumed, int) else None)  # fmt: skip
+    try:
+        airflow = AirflowRestClient.from_settings(get_settings())
+        wait_until(f"Airflow to parse DAG {dag_id}", lambda: airflow.dag_exists(dag_id),
+                   timeout=timeout)  # fmt: skip
+        airflow.unpause(dag_id)
+        airflow.trigger(dag_id, conf, run_id=run_id)
+    except BaseException:
+        with catalog_session() as session:
+            forget_trigger(session, task_id, run_id)
+        raise
     state = "queued"
     if wait:
         state = wait_until(

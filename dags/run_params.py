@@ -8,6 +8,12 @@ empty; ``octotrain.run_settings`` skips it). String values carry the text rule o
 
 The names are those of ``octotrain.run_settings``, which ``validate`` applies and judges again
 against the catalog as it is when the run starts.
+
+Secrets (``octotrain.secrets``) never enter the Params: a secret variable or parameter has
+``***`` as its default and as its only value besides null, both meaning "the value saved with
+the task", so Airflow's form, its run's conf and its run Details never carry one. A new value for
+one run is given through Octotrain (its console's Run now, ``octotrain task run --conf``, its
+REST API), which holds it apart from the conf Airflow keeps.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from airflow.sdk import Param
 from octotrain.argument_limits import text_value_schema
 from octotrain.catalog.models import Algorithm, ResourceSpec, TrainingTask
 from octotrain.run_settings import RESUME_SETTING, run_node_limit
+from octotrain.secrets import MASK, is_sensitive, masked
 from octotrain.task_spec import MAX_INPUT_MODELS, MAX_VERSION_NUMBER, PRIORITY_RANGE, TaskSpec
 from octotrain.time_limits import MAX_LIMIT_SECONDS, TRAINING_LIMIT, WAIT_LIMIT
 
@@ -27,9 +34,22 @@ RUN_SECTION = "Run"
 PARAMETER_SECTION = "Algorithm parameters"
 
 
+SECRET_HINT = (
+    "*** is the value saved with the task; a new value for one run is given through Octotrain "
+    "(Run now, octotrain task run --conf), which keeps it out of Airflow"
+)
+
+
+def secret_schema() -> dict[str, Any]:
+    """A secret's Param schema: ``***`` (the saved value) or null, nothing Airflow would keep."""
+    return {"enum": [MASK, None], "description": SECRET_HINT}
+
+
 def algorithm_param(declaration: dict[str, Any], value: Any) -> Param:
     """One algorithm parameter as a Param (null: the saved value, or none when it has none)."""
     schema: dict[str, Any] = {"title": declaration["name"], "section": PARAMETER_SECTION}
+    if is_sensitive(declaration["name"]):
+        return Param(MASK, **schema, **secret_schema())
     kind = declaration.get("type", "string")
     if kind == "enum":
         schema["enum"] = [*declaration["choices"], None]
@@ -100,9 +120,14 @@ def run_params(
         name = declaration["name"]
         params[name] = algorithm_param(declaration, saved.get(name, declaration.get("default")))
     params["env"] = Param(
-        {name: str(value) for name, value in algorithm.env.items()} | dict(document.env),
+        masked({name: str(value) for name, value in algorithm.env.items()} | dict(document.env)),
         type=["object", "null"],
-        properties={name: {"type": "string", **text_value_schema()} for name in algorithm.env},
+        properties={
+            name: secret_schema()
+            if is_sensitive(name)
+            else {"type": "string", **text_value_schema()}
+            for name in algorithm.env
+        },
         additionalProperties=False,
         title="Environment variables",
         description="The algorithm's variables for this run (others are refused)",

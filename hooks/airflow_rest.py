@@ -58,6 +58,11 @@ def embedded_password(settings: Settings) -> str | None:
 ANSWER_TIMEOUT_SECONDS = 90
 
 
+def new_run_id() -> str:
+    """A run id no one else has: a new request id's."""
+    return REQUEST_RUN_PREFIX + uuid.uuid4().hex
+
+
 class AirflowRestClient:
     def __init__(self, base_url: str, *, timeout: float = ANSWER_TIMEOUT_SECONDS) -> None:
         self.base_url = base_url.rstrip("/")
@@ -133,14 +138,17 @@ class AirflowRestClient:
     def unpause(self, dag_id: str) -> None:
         self._repeatable_call("PATCH", f"/api/v2/dags/{dag_id}", json={"is_paused": False})
 
-    def trigger(self, dag_id: str, conf: dict[str, Any] | None = None) -> str:
+    def trigger(
+        self, dag_id: str, conf: dict[str, Any] | None = None, *, run_id: str | None = None
+    ) -> str:
         """Start a run now (``logical_date: null``: runs of a DAG without schedule need no
         date); returns its run id.
 
-        The run id is a new request id's, chosen here, which makes the trigger safe to repeat:
-        a repeat after a try that did create the run is refused as a duplicate (409), and that
-        run, with this id that no one else has, is the one this trigger started."""
-        run_id = REQUEST_RUN_PREFIX + uuid.uuid4().hex
+        The run id is a new request id's (``new_run_id``, chosen by the caller or here), which
+        makes the trigger safe to repeat: a repeat after a try that did create the run is
+        refused as a duplicate (409), and that run, with this id that no one else has, is the
+        one this trigger started."""
+        run_id = run_id or new_run_id()
         path = f"/api/v2/dags/{dag_id}/dagRuns"
         body = {"dag_run_id": run_id, "logical_date": None, "conf": conf or {}}
         try:

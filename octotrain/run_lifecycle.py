@@ -38,11 +38,13 @@ def record_triggered(
     triggered_by: str,
     node_count: int,
     resumed_from: int | None = None,
+    secrets: dict[str, Any] | None = None,
 ) -> Run:
-    """The run a trigger just started, queued until ``validate`` takes it over (the same row,
+    """The run a trigger is starting, queued until ``validate`` takes it over (the same row,
     found by its Airflow run id); a retried trigger finds the row it made, also when the retry
     races the first try (the row's unique key decides, in a savepoint). ``resumed_from``: the
-    earlier run whose checkpoint it resumes."""
+    earlier run whose checkpoint it resumes; ``secrets``: the secret values given for this run,
+    held apart from its conf (``octotrain.secrets.held_apart``) until ``validate`` reads them."""
     found = find_run(session, task_id, airflow_run_id)
     if found is not None:
         return found
@@ -54,6 +56,7 @@ def record_triggered(
         trigger="manual",
         node_count=node_count,
         resumed_from_id=resumed_from,
+        secrets=secrets or {},
     )
     try:
         with session.begin_nested():
@@ -156,6 +159,22 @@ def note_active_run(session: Session, run_id: int, *, note: str, replacing: str 
         .execution_options(synchronize_session="fetch")
     )
     return bool(changed.rowcount)
+
+
+def held_secrets(session: Session, task_id: int, airflow_run_id: str) -> dict[str, Any]:
+    """The secret values a trigger held apart for a run it queued (``record_triggered``), for
+    ``validate`` to plan the run with; none once the run is planned or when nothing was held."""
+    run = find_run(session, task_id, airflow_run_id)
+    return dict(run.secrets) if run is not None and run.state == RunState.QUEUED else {}
+
+
+def forget_trigger(session: Session, task_id: int, airflow_run_id: str) -> None:
+    """Remove the queued run a trigger recorded before Airflow refused to start it: a failed
+    trigger leaves no run behind (nor the secrets held for it)."""
+    run = find_run(session, task_id, airflow_run_id)
+    if run is not None and run.state == RunState.QUEUED:
+        session.delete(run)
+        session.flush()
 
 
 def run_secrets(session: Session, run_id: int) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import Any
 
 from octotrain.catalog.models import Project, ResourceSpec
 from octotrain.errors import InvalidTrigger
+from octotrain.secrets import keeps_saved_value
 from octotrain.time_limits import TRAINING_LIMIT, WAIT_LIMIT
 
 RESUME_SETTING = "resume_from"
@@ -36,7 +37,8 @@ def with_run_settings(spec: Mapping[str, Any], conf: object) -> dict[str, Any]:
 
     A key that is not one of ``RUN_SETTING_NAMES`` is an algorithm parameter; an unknown one is
     refused by the task rules (``parameters.<name>``), naming the algorithm's parameters. A
-    null value means "as saved" (Airflow's form sends null for a field left empty).
+    null value means "as saved" (Airflow's form sends null for a field left empty), and so does
+    ``***`` for a secret (``octotrain.secrets``): the DAG's Params show secrets that way.
     """
     if not isinstance(conf, Mapping):
         raise InvalidTrigger.one("conf", f"must be an object, got {type(conf).__name__}")
@@ -48,7 +50,11 @@ def with_run_settings(spec: Mapping[str, Any], conf: object) -> dict[str, Any]:
         if key == "env":
             if not isinstance(value, Mapping):
                 raise InvalidTrigger.one("conf.env", "must be an object of variable names to text")
-            document["env"] = dict(spec.get("env", {})) | dict(value)
+            given = {name: text for name, text in value.items()
+                     if not keeps_saved_value(name, text)}  # fmt: skip
+            document["env"] = dict(spec.get("env", {})) | given
+        elif keeps_saved_value(str(key), value):
+            continue
         elif key in RUN_SETTING_NAMES:
             document[key] = value
         else:

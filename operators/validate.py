@@ -10,7 +10,8 @@ from hooks.launchers import configured_launcher
 from octotrain.catalog.models import TrainingTask
 from octotrain.errors import InvalidInput
 from octotrain.planning import RunPlan, build_run_plan
-from octotrain.run_lifecycle import record_validated
+from octotrain.run_lifecycle import held_secrets, record_validated
+from octotrain.secrets import with_held_secrets
 from operators.training_stage import PLAN_XCOM_KEY, TrainingStageOperator
 
 # Runs that start by themselves train on each dataset input's newest published version.
@@ -52,7 +53,10 @@ class ValidateTaskOperator(TrainingStageOperator):
                         master_addr="",
                         master_port=0,
                         triggered_by=triggered_by,
-                        conf=dag_run.conf or {},
+                        # Secrets typed for this run wait in the catalog, not in Airflow's conf.
+                        conf=with_held_secrets(
+                            dag_run.conf or {}, held_secrets(session, task.id, run_id)
+                        ),
                         trigger=run_type,
                         newest_data=run_type in SELF_STARTED_RUN_TYPES,
                     )

@@ -8,6 +8,7 @@ once, so the DAG follows within seconds."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Annotated, Any
 
 from airflow.api_fastapi.auth.managers.models.base_user import BaseUser
@@ -18,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from hooks.catalog import default_catalog
 from hooks.dag_parsing import request_tasks_reparse, retire_task_dag
-from hooks.dag_runs import REQUEST_ID_PATTERN, add_run_note, trigger_dag_run
+from hooks.dag_runs import REQUEST_ID_PATTERN, add_run_note, run_id_for_request, trigger_dag_run
 from hooks.object_store import default_object_store
 from hooks.run_resume import why_not_resumed
 from hooks.run_stops import request_stop
@@ -30,8 +31,9 @@ from octotrain.catalog.views import RunView, TaskView
 from octotrain.contracts import dag_id_for
 from octotrain.errors import Conflict, InvalidInput, InvalidTrigger
 from octotrain.planning import resolve_run
-from octotrain.run_lifecycle import record_triggered
+from octotrain.run_lifecycle import find_run, forget_trigger, record_triggered
 from octotrain.run_settings import RESUME_SETTING
+from octotrain.secrets import held_apart
 from octotrain.task_spec import MAX_VERSION_NUMBER, TaskSpec
 from octotrain.tasks import Tasks
 from plugins.api.auth import CurrentScope
@@ -230,26 +232,46 @@ def _started(
     request: Request,
     response: Response,
 ) -> StartedRunView:
-    """Judge the task with the run's conf, trigger it in Airflow as ``user``, record it."""
+    """Judge the task with the run's conf, trigger it in Airflow as ``user``, record it.
+
+    Secret values in the conf are held apart (``octotrain.secrets``): the catalog's run keeps
+    them, recorded before Airflow is asked (under a request id chosen here when the client gave
+    none), and Airflow's conf carries ``***``. A trigger Airflow refuses leaves no run behind."""
     try:
         resolved = resolve_run(session, task, conf=wanted.conf)
     except InvalidInput as refused:
         raise InvalidTrigger(refused.problems) from None
-    triggered = trigger_dag_run(
-        dag_id=dag_id_for(task.id),
-        user=user,
-        conf=wanted.conf,
-        request_id=wanted.request_id,
-        from_ui="referer" in request.headers,
-    )
-    run = record_triggered(
-        session,
-        task.id,
-        triggered.dag_run_id,
-        triggered_by=scope.username,
-        node_count=resolved.spec.node_count,
-        resumed_from=wanted.conf.get(RESUME_SETTING),
-    )
+    conf, held = held_apart(wanted.conf)
+    request_id = wanted.request_id
+    if request_id is None and any(held.values()):
+        request_id = uuid.uuid4().hex
+    recorded: dict[str, Any] = {
+        "triggered_by": scope.username,
+        "node_count": resolved.spec.node_count,
+        "resumed_from": wanted.conf.get(RESUME_SETTING),
+    }
+    queued_here = None
+    if request_id is not None:
+        run_id = run_id_for_request(request_id)
+        if find_run(session, task.id, run_id) is None:
+            record_triggered(session, task.id, run_id, secrets=held, **recorded)
+            session.commit()  # validate, in another process, reads the held secrets
+            queued_here = run_id
+    try:
+        triggered = trigger_dag_run(
+            dag_id=dag_id_for(task.id),
+            user=user,
+            conf=conf,
+            request_id=request_id,
+            from_ui="referer" in request.headers,
+        )
+    except Exception:
+        if queued_here is not None:
+            session.rollback()
+            forget_trigger(session, task.id, queued_here)
+            session.commit()
+        raise
+    run = record_triggered(session, task.id, triggered.dag_run_id, **recorded)
     view = RunView.of(run)
     response.status_code = 201 if triggered.created else 200
     return StartedRunView(

@@ -36,6 +36,7 @@ from octotrain.contracts import task_id_from_dag_id
 from octotrain.errors import NotFound
 from octotrain.restarts import DEFAULT_MAX_NODE_RESTARTS, MAX_NODE_RESTARTS
 from octotrain.run_lifecycle import ACTIVE_RUN_STATES, find_run
+from octotrain.secrets import SENSITIVE_WORDS
 from octotrain.task_choices import task_form_choices
 from octotrain.task_spec import MAX_VERSION_NUMBER
 from octotrain.tasks import Tasks
@@ -103,6 +104,8 @@ _templates.globals.update(
     default_node_restarts=DEFAULT_MAX_NODE_RESTARTS,
     max_node_restarts=MAX_NODE_RESTARTS,
     max_limit_seconds=MAX_LIMIT_SECONDS,
+    # The words that mark a secret's name: a page masks such values wherever Airflow shows them.
+    sensitive_words=SENSITIVE_WORDS,
 )
 # The list shows a task's latest runs; its page shows them all.
 RECENT_RUNS = 3

@@ -265,6 +265,23 @@ def test_resume_triggers_a_run_resuming_a_failed_one_with_a_checkpoint(
     resumed = cli.json("task", "resume", "1", "--run", "manual__9", "--conf", '{"epochs": 9}')
     assert resumed["run_id"] == run_ids[0] and run_ids[0].startswith("request__")
     assert triggered == [{"epochs": 9, "resume_from": earlier_id}]
+    with catalog.session() as session:  # recorded as queued before Airflow was asked
+        queued = session.scalars(select(Run).where(Run.airflow_run_id == run_ids[0])).one()
+        assert (queued.state, queued.resumed_from_id) == (RunState.QUEUED, earlier_id)
+        assert queued.triggered_by == get_settings().airflow_username
+
+    def refusing(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(400, json={"detail": "refused"})
+
+    def refusing_client(_settings: object) -> AirflowRestClient:
+        fake = AirflowRestClient("http://airflow.test")
+        fake.http = httpx.Client(base_url=fake.base_url, transport=httpx.MockTransport(refusing))
+        return fake
+
+    monkeypatch.setattr(AirflowRestClient, "from_settings", staticmethod(refusing_client))
+    assert cli("task", "resume", "1", "--run", "manual__9").exit_code == 1
+    with catalog.session() as session:  # the refused trigger left no queued run behind
+        assert len(session.scalars(select(Run)).all()) == 2
 
 
 def test_stop_raises_the_active_runs_flag_and_refuses_an_ended_run(

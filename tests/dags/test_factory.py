@@ -1,5 +1,6 @@
 """The DAG factory, on catalogs in SQLite and PostgreSQL."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -242,3 +243,37 @@ def test_retraining_tasks_are_scheduled_by_cron_by_dataset_or_by_either(
     assert asset.uri == "x-octotrain://datasets/demo/house-prices"
     assert isinstance(dags[dag_id_for(both)].schedule, AssetOrTimeSchedule)
     assert all(dag.catchup is False for dag in dags.values())
+
+
+def test_secrets_never_enter_the_params_airflow_shows_and_stores(
+    catalog: CatalogHook, store: LocalFolderStore, octotrain_env: Path
+) -> None:
+    """A secret variable's or parameter's Param is ``***`` (the saved value) or null: its value
+    is not in the serialized DAG, and Airflow's form and REST API refuse any other value."""
+    from airflow.sdk.exceptions import ParamValidationError
+    from airflow.serialization.serialized_objects import DagSerialization
+
+    from octotrain.catalog.named_objects import Algorithms
+    from tests.factories import ADMIN
+
+    seed(catalog, store)
+    with catalog.session() as session:
+        Algorithms(session, ADMIN).create(
+            "demo",
+            {"name": "with-secrets", "image": "python:3.11", "command": ["python", "t.py"],
+             "sample_type": "table", "env": {"API_TOKEN": "abc123", "THREADS": "2"},
+             "parameters": [{"name": "api_key", "type": "string", "default": "k-1"}]},
+        )  # fmt: skip
+    task = add_task(catalog, name="secretive", algorithm="with-secrets", parameters={},
+                    env={"API_TOKEN": "saved-in-task"})  # fmt: skip
+    dag = build_all_dags(catalog.url)[dag_id_for(task)]
+    assert dag.params.dump()["env"] == {"API_TOKEN": "***", "THREADS": "2"}
+    assert dag.params.dump()["api_key"] == "***"
+    serialized = json.dumps(DagSerialization.to_dict(dag))
+    for value in ("abc123", "saved-in-task", "k-1"):
+        assert value not in serialized
+    with pytest.raises(ParamValidationError):
+        dag.params.get_param("env").resolve({"API_TOKEN": "typed-in-airflow", "THREADS": "2"})
+    with pytest.raises(ParamValidationError):
+        dag.params.get_param("api_key").resolve("typed-in-airflow")
+    assert "saved with the task" in dag.params.get_param("api_key").description

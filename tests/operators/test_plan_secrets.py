@@ -4,6 +4,7 @@ apart from the catalog's masked copy of the plan; the stages that start nodes ge
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -12,6 +13,8 @@ from hooks.catalog import CatalogHook, catalog_for
 from hooks.local_store import LocalFolderStore
 from octotrain.catalog.models import Run
 from octotrain.catalog.named_objects import Algorithms
+from octotrain.run_lifecycle import record_triggered
+from octotrain.secrets import held_apart
 from operators.launch_local import LaunchLocalNodeOperator
 from operators.validate import ValidateTaskOperator
 from tests.factories import ADMIN, add_task, seed
@@ -29,10 +32,15 @@ class _TaskInstance:
 
 
 def validated_secretive_task(
-    catalog: CatalogHook, store: LocalFolderStore, conf: dict[str, Any]
+    catalog: CatalogHook,
+    store: LocalFolderStore,
+    conf: dict[str, Any],
+    *,
+    held: dict[str, Any] | None = None,
 ) -> tuple[int, Any]:
     """A task whose algorithm has a secret variable and a secret parameter, validated for a
-    run with ``conf``: its id and the run's context (the plan ``validate`` pushed in it)."""
+    run with ``conf`` (and the secrets its trigger ``held`` apart in the queued run): its id
+    and the run's context (the plan ``validate`` pushed in it)."""
     seed(catalog, store)
     with catalog.session() as session:
         Algorithms(session, ADMIN).create(
@@ -44,6 +52,10 @@ def validated_secretive_task(
         )  # fmt: skip
     task = add_task(catalog, name="secretive", algorithm="with-secrets", parameters={},
                     node_count=1)  # fmt: skip
+    if held is not None:
+        with catalog.session() as session:
+            record_triggered(session, task, "manual__s", triggered_by="alice", node_count=1,
+                             secrets=held)  # fmt: skip
     ti = _TaskInstance()
     ti.map_index, ti.dag_id, ti.task_id, ti.try_number = 0, f"octotrain_task_{task}", "launch", 1
     dag_run = SimpleNamespace(run_id="manual__s", conf=conf, run_type="manual",
@@ -85,3 +97,35 @@ def test_a_nodes_pod_gets_the_real_values(
     [base] = [c for c in pod["spec"]["containers"] if c["name"] == "base"]
     assert {"name": "HF_TOKEN", "value": "hf_saved"} in base["env"]
     assert "--api_key=k-1" in base["command"] + base.get("args", [])
+
+
+def test_a_masked_secret_in_the_conf_means_the_saved_value(
+    catalog: CatalogHook, store: LocalFolderStore, octotrain_env: Path
+) -> None:
+    """``***``, what the DAG's Params show for a secret, plans the run with the saved value."""
+    task, context = validated_secretive_task(
+        catalog, store, {"env": {"HF_TOKEN": "***"}, "api_key": "***"}
+    )
+    launch = LaunchLocalNodeOperator(task_id="launch", training_task_id=task, node_index="single-0")
+    plan = launch.plan_to_start_nodes(context)
+    assert (plan.env["HF_TOKEN"], plan.parameters["api_key"]) == ("hf_saved", "k-1")
+
+
+def test_secrets_held_apart_by_the_trigger_reach_the_nodes_not_airflows_conf(
+    catalog: CatalogHook, store: LocalFolderStore, octotrain_env: Path
+) -> None:
+    """A trigger keeps a new secret value in the catalog's queued run and sends Airflow ``***``;
+    ``validate`` plans the run with the held value."""
+    conf, held = held_apart({"env": {"HF_TOKEN": "hf_typed", "THREADS": "4"}, "api_key": "k-9"})
+    assert conf == {"env": {"HF_TOKEN": "***", "THREADS": "4"}, "api_key": "***"}
+    task, context = validated_secretive_task(catalog, store, conf, held=held)
+    launch = LaunchLocalNodeOperator(task_id="launch", training_task_id=task, node_index="single-0")
+    plan = launch.plan_to_start_nodes(context)
+    assert (plan.env["HF_TOKEN"], plan.env["THREADS"], plan.parameters["api_key"]) == (
+        "hf_typed",
+        "4",
+        "k-9",
+    )
+    with catalog_for(catalog.url).session() as session:
+        run = session.get(Run, context["ti"].pushed["plan"]["catalog_run_id"])
+        assert run is not None and "hf_typed" not in json.dumps(run.plan)

@@ -43,12 +43,23 @@
     }
   }
 
+  // A secret's value never shows here, even should Airflow's conf hold one (its Params only
+  // take "***", the saved value): names with the words Airflow itself hides are masked.
+  const sensitiveWords = JSON.parse(page.dataset.sensitive || "[]");
+  function masked(name, value) {
+    const lowered = name.toLowerCase().replaceAll("-", "_");
+    return sensitiveWords.some((word) => lowered.includes(word)) ? "***" : value;
+  }
+
   async function showDagRun() {
     const conf = document.getElementById("run-conf");
     const note = document.getElementById("run-note");
     try {
       const body = await getJson(dagRun);
-      const settings = Object.entries(body.conf || {}).filter(([, value]) => value !== null);
+      const settings = Object.entries(body.conf || {}).filter(([, value]) => value !== null)
+        .map(([name, value]) => [name, name === "env" && value && typeof value === "object"
+          ? Object.fromEntries(Object.entries(value).map(([key, text]) => [key, masked(key, text)]))
+          : masked(name, value)]);
       conf.className = settings.length ? "" : "muted";
       conf.replaceChildren(...(settings.length
         ? settings.map(([name, value]) => element("code", `${name}=${JSON.stringify(value)}`))

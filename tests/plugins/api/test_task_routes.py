@@ -21,6 +21,7 @@ from hooks.dag_runs import TriggeredRun
 from hooks.local_process import RunAbortMarker
 from octotrain.abort_flags import AbortFlag
 from octotrain.catalog.models import Run, RunState
+from octotrain.errors import Conflict
 from octotrain.planning import run_key
 from octotrain.run_layout import RunObjects
 from octotrain.settings import get_settings
@@ -255,3 +256,47 @@ def test_resuming_a_run_needs_a_failed_or_stopped_one_with_a_checkpoint(
     }
     bob = api.as_user("bob")
     assert api.client.post(resume, headers=bob).status_code == 404  # not a member of demo
+
+
+def test_a_secret_typed_for_one_run_is_held_apart_from_airflows_conf(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The conf Airflow stores and shows carries ``***``; the catalog's queued run holds the
+    typed value for ``validate``; a trigger Airflow refuses leaves no run and no secret."""
+    from octotrain.catalog.named_objects import Algorithms
+    from tests.factories import ADMIN
+
+    alice = api.as_user("alice")
+    with default_catalog().session() as session:
+        Algorithms(session, ADMIN).create(
+            "demo",
+            {"name": "with-secrets", "image": "python:3.11", "command": ["python", "t.py"],
+             "sample_type": "table", "env": {"API_TOKEN": "abc123"}},
+        )  # fmt: skip
+    document = VALID_TASK | {"name": "secretive", "algorithm": "with-secrets"}
+    task = api.client.post("/api/v1/tasks", json=document, headers=alice).json()
+    triggered: list[dict[str, Any]] = []
+
+    def trigger(*, dag_id: str, conf: dict[str, Any], request_id: str, **_: object) -> TriggeredRun:
+        triggered.append(conf)
+        return TriggeredRun(dag_id, f"request__{request_id}", "queued", conf, created=True)
+
+    monkeypatch.setattr(task_routes, "trigger_dag_run", trigger)
+    runs = f"/api/v1/tasks/{task['id']}/runs"
+    answer = api.client.post(runs, json={"conf": {"env": {"API_TOKEN": "typed"}}}, headers=alice)
+    assert answer.status_code == 201, answer.json()
+    assert triggered == [{"env": {"API_TOKEN": "***"}}]
+    assert "typed" not in answer.text
+    with default_catalog().session() as session:
+        run = session.get(Run, answer.json()["run"]["id"])
+        assert run is not None and run.airflow_run_id == answer.json()["dag_run_id"]
+        assert run.secrets == {"env": {"API_TOKEN": "typed"}, "parameters": {}}
+
+    def refused(**_: object) -> TriggeredRun:
+        raise Conflict("Airflow has not parsed DAG x yet")
+
+    monkeypatch.setattr(task_routes, "trigger_dag_run", refused)
+    again = api.client.post(runs, json={"conf": {"env": {"API_TOKEN": "t2"}}}, headers=alice)
+    assert again.status_code == 409
+    with default_catalog().session() as session:
+        assert len(session.scalars(select(Run).where(Run.task_id == task["id"])).all()) == 1

@@ -23,6 +23,7 @@ CHOICE_ALGORITHM = {
     "image": "python:3.11-slim",
     "command": ["python", "-c", "print('trained')"],
     "sample_type": "table",
+    "env": {"API_TOKEN": "abc123"},  # a secret: shown nowhere, Airflow's pages included
     "parameters": [
         {"name": "shuffle", "type": "bool", "default": False},
         {"name": "optimizer", "type": "enum", "choices": ["sgd", "adam"], "default": "sgd"},
@@ -135,6 +136,8 @@ def test_run_now_with_choices_and_the_runs_own_page(airflow: LiveAirflow) -> Non
         expect(console.locator("#run-phase .state").first).to_contain_text("validate")
         expect(console.locator("#run-conf")).to_contain_text('optimizer="adam"')
         expect(console.locator("#run-conf")).to_contain_text("max_training_seconds=7200")
+        expect(console.locator("#run-env")).to_contain_text("API_TOKEN=***")
+        assert "abc123" not in console.locator("#run-page").inner_text()
         _both_themes(page, "run-page")
         dag_run = f"/dags/{dag_id}/runs/{quote(airflow_run, safe='')}"
         console.get_by_role("link", name="Metrics").click()
