@@ -52,6 +52,14 @@ class KubernetesRuns:
         """Delete the Service; False if it was already gone."""
         return self._delete(self.api.delete_namespaced_service, name)
 
+    def ensure_secret(self, body: dict[str, Any]) -> None:
+        """Create the Secret unless it exists (a retried task creates it once)."""
+        self._ensure(self.api.create_namespaced_secret, body)
+
+    def delete_secret(self, name: str) -> bool:
+        """Delete the Secret; False if it was already gone."""
+        return self._delete(self.api.delete_namespaced_secret, name)
+
     def ensure_network_policy(self, body: dict[str, Any]) -> None:
         """Create the NetworkPolicy unless it exists (a retried task creates it once)."""
         self._ensure(self.networking.create_namespaced_network_policy, body)

@@ -170,10 +170,11 @@ def training_environment(
 
 def parameter_arguments(parameters: dict[str, object]) -> list[str]:
     """Algorithm parameters as ``--name=value`` arguments, in the algorithm's declared order."""
-    return [f"--{name}={_render(value)}" for name, value in parameters.items()]
+    return [f"--{name}={parameter_text(value)}" for name, value in parameters.items()]
 
 
-def _render(value: object) -> str:
+def parameter_text(value: object) -> str:
+    """A parameter's value as its argument spells it."""
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)

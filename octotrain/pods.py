@@ -40,6 +40,7 @@ from octotrain.contracts import (
     NodeFolders,
     NodeLogNames,
     parameter_arguments,
+    parameter_text,
     training_environment,
 )
 from octotrain.hang_detection import HANG_REPORT_FILE
@@ -49,6 +50,7 @@ from octotrain.metric_definitions import extraction_arguments
 from octotrain.mount_volumes import kubernetes_mounts
 from octotrain.node_progress import PHASE_FILE, PROGRESS_SAMPLES_FILE, wrapper_arguments
 from octotrain.planning import RunPlan
+from octotrain.secrets import is_sensitive
 from octotrain.time_limits import active_deadline_seconds
 
 AGENT_DIR = "/octotrain/agent"
@@ -95,6 +97,82 @@ def run_label(plan: RunPlan) -> str:
 def service_name(plan: RunPlan) -> str:
     """The run's headless Service: a DNS label, unique per run."""
     return f"octotrain-{plan.task_id}-{run_label(plan)}"
+
+
+def secret_name(plan: RunPlan) -> str:
+    """The run's Secret of its secret variables and parameters (``run_secret``)."""
+    return f"octotrain-{plan.task_id}-{run_label(plan)}-secrets"
+
+
+def secret_parameter_variable(position: int) -> str:
+    """The variable a secret parameter reaches the training container in, from the run's
+    Secret, for ``$(...)`` in the training's command line."""
+    return f"OCTOTRAIN_SECRET_PARAMETER_{position}"
+
+
+def run_secret(plan: RunPlan, namespace: str) -> dict[str, Any]:
+    """The Secret of the run's secret variables and parameters, ``plan`` with their real
+    values: pods read them through ``secretKeyRef`` (their spec names the key, never the
+    value), a secret parameter through a variable the command line expands."""
+    data = {
+        _secret_key("env", position): str(value)
+        for position, (name, value) in enumerate(plan.env.items())
+        if is_sensitive(name)
+    } | {
+        _secret_key("parameter", position): parameter_text(value)
+        for position, (name, value) in enumerate(plan.parameters.items())
+        if is_sensitive(name)
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": secret_name(plan),
+            "namespace": namespace,
+            "labels": {LABEL_TASK: str(plan.task_id), LABEL_RUN: run_label(plan)},
+        },
+        "type": "Opaque",
+        "stringData": data,
+    }
+
+
+def _secret_key(kind: str, position: int) -> str:
+    return f"{kind}-{position}"
+
+
+def _secret_ref(plan: RunPlan, kind: str, position: int) -> dict[str, Any]:
+    key = _secret_key(kind, position)
+    return {"secretKeyRef": {"name": secret_name(plan), "key": key}}
+
+
+def _training_variables(plan: RunPlan, environment: dict[str, str]) -> list[dict[str, Any]]:
+    """The training container's variables: a secret one from the run's Secret, and one more
+    per secret parameter for its command line."""
+    positions = {name: position for position, name in enumerate(plan.env)}
+    variables: list[dict[str, Any]] = [
+        {"name": key, "valueFrom": _secret_ref(plan, "env", positions[key])}
+        if key in positions and is_sensitive(key)
+        else {"name": key, "value": value}
+        for key, value in environment.items()
+    ]
+    for position, name in enumerate(plan.parameters):
+        if is_sensitive(name):
+            variables.append({
+                "name": secret_parameter_variable(position),
+                "valueFrom": _secret_ref(plan, "parameter", position),
+            })  # fmt: skip
+    return variables
+
+
+def training_arguments(plan: RunPlan) -> list[str]:
+    """The algorithm's parameters on the command line: a secret one as a ``$(...)`` reference
+    that Kubernetes expands from the Secret, every other one ``_escaped``."""
+    return [
+        f"--{name}=$({secret_parameter_variable(position)})"
+        if is_sensitive(name)
+        else _escaped(parameter_arguments({name: value}))[0]
+        for position, (name, value) in enumerate(plan.parameters.items())
+    ]
 
 
 def master_address(plan: RunPlan, namespace: str) -> str:
@@ -230,9 +308,9 @@ def node_pod(plan: RunPlan, node_index: str, settings: PodSettings) -> dict[str,
                         *hang_arguments(plan.hang_after_seconds,
                                         stop_when_hung=plan.stop_when_hung,
                                         report=f"{WORK_DIR}/{HANG_REPORT_FILE}"),
-                        "--", *plan.command, *parameter_arguments(plan.parameters),
+                        "--", *_escaped(plan.command), *training_arguments(plan),
                     ],
-                    "env": [{"name": key, "value": value} for key, value in environment.items()],
+                    "env": _training_variables(plan, environment),
                     "resources": {"requests": dict(limits), "limits": limits},
                     "securityContext": _container_security(plan),
                     "volumeMounts": train_mounts,
@@ -254,6 +332,11 @@ def node_pod(plan: RunPlan, node_index: str, settings: PodSettings) -> dict[str,
     if scheduling.tolerations:
         spec["tolerations"] = list(scheduling.tolerations)
     return _merged(settings.template, pod)
+
+
+def _escaped(words: list[str]) -> list[str]:
+    """``words`` as Kubernetes passes them on unchanged: ``$`` doubled (``$(X)`` expands)."""
+    return [word.replace("$", "$$") for word in words]
 
 
 def headless_service(plan: RunPlan, namespace: str, port: int) -> dict[str, Any]:

@@ -1,6 +1,6 @@
-"""``delete_service``: the teardown of a Kubernetes run. It deletes the run's NetworkPolicy and
-headless Service (distributed runs) whatever happened to the run, so that neither outlives its
-pods."""
+"""``delete_service``: the teardown of a Kubernetes run. It deletes the run's NetworkPolicy, its
+Secret (a run with secrets) and its headless Service (distributed runs) whatever happened to
+the run, so that none outlives its pods."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from airflow.sdk import Context
 
 from hooks.kubernetes_runs import KubernetesRuns
 from octotrain.network_policy import network_policy_name
-from octotrain.pods import service_name
+from octotrain.pods import secret_name, service_name
 from octotrain.settings import get_settings
 from operators.training_stage import TrainingStageOperator
 
@@ -26,6 +26,10 @@ class DeleteRunServiceOperator(TrainingStageOperator):
         policy = network_policy_name(plan)
         gone = runs.delete_network_policy(policy)
         self.log.info("network policy %s %s", policy, "deleted" if gone else "was gone")
+        if plan.has_secrets:
+            secret = secret_name(plan)
+            gone = runs.delete_secret(secret)
+            self.log.info("secret %s %s", secret, "deleted" if gone else "was gone")
         if plan.world_size == 1:
             return False
         deleted = runs.delete_service(service_name(plan))

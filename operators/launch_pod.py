@@ -78,7 +78,7 @@ from operators.node_pod_trigger import (
 )
 from operators.pod_settings import pod_settings
 from operators.restart_notes import note_restart
-from operators.training_stage import PLAN_XCOM_KEY, VALIDATE_TASK_ID, with_real_secrets
+from operators.training_stage import PLAN_XCOM_KEY, VALIDATE_TASK_ID
 
 # The label of a node's pod with the number of the run's restart it belongs to (0: none).
 LABEL_START = "octotrain.io/start"
@@ -136,7 +136,8 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         then adds its own labels, which let it find the pod again after a restart."""
         if context is None:
             raise AirflowException("the pod of a node is built from its run's plan (a context)")
-        plan = with_real_secrets(self._plan(context))
+        # Masked: a secret reaches the pod from the run's Secret, never through its spec.
+        plan = self._plan(context)
         assert plan.resources is not None
         self.pod_template_dict = node_pod(plan, self.node_index, pod_settings(plan.resources.spec))
         self.name = f"train-{plan.task_id}-{self.node_index}"

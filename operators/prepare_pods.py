@@ -4,8 +4,9 @@ Each pod's init container stages its node's inputs (``octotrain node stage``); t
 the inputs up in the catalog as they are now (an input deleted since ``validate`` fails the run
 here, named in every node's init log), writes the run's stage plan to the object store for the
 init containers, and creates the run's NetworkPolicy (``octotrain.network_policy``: its pods
-reach each other, the cluster DNS and the configured egress, and nothing else reaches them) and
-the headless Service that gives each node of a distributed run its DNS name (both deleted by the
+reach each other, the cluster DNS and the configured egress, and nothing else reaches them), the
+headless Service that gives each node of a distributed run its DNS name, and the Secret of the
+run's secret variables and parameters, which its pods read by reference (all deleted by the
 ``delete_service`` teardown, whatever happens).
 """
 
@@ -27,11 +28,11 @@ from octotrain.contracts import NodeLogNames
 from octotrain.input_sources import current_sources
 from octotrain.kubernetes_config import kubernetes_config
 from octotrain.network_policy import run_network_policy
-from octotrain.pods import headless_service
+from octotrain.pods import headless_service, run_secret
 from octotrain.run_layout import RunObjects
 from octotrain.settings import get_settings
 from octotrain.storage import ObjectStore
-from operators.training_stage import TrainingStageOperator
+from operators.training_stage import TrainingStageOperator, with_real_secrets
 
 
 class PreparePodsOperator(TrainingStageOperator):
@@ -62,6 +63,11 @@ class PreparePodsOperator(TrainingStageOperator):
         policy = run_network_policy(plan, settings.kubernetes_namespace, kubernetes_config())
         runs.ensure_network_policy(policy)
         self.log.info("network policy %s", policy["metadata"]["name"])
+        if plan.has_secrets:
+            secret = run_secret(with_real_secrets(plan), settings.kubernetes_namespace)
+            runs.ensure_secret(secret)
+            self.log.info("secret %s (%d values)", secret["metadata"]["name"],
+                          len(secret["stringData"]))  # fmt: skip
         if plan.world_size > 1:
             service = headless_service(
                 plan, settings.kubernetes_namespace, kubernetes_config().master_port

@@ -15,6 +15,7 @@ OCTOTRAIN_* settings in the environment; prints one ``RESULT {json}`` line per s
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import importlib
 import json
 import os
@@ -49,9 +50,14 @@ from tests.factories import add_command_algorithm, add_task, seed
 
 ADMIN = Scope.administrator("k8s-e2e")
 # Node 0 fails at once; node 1 trains for 3 s and succeeds, unless it is stopped first.
+# Its variable API_TOKEN is a secret: its pods read it from the run's Secret.
+SECRET_TOKEN = "abc123-secret"
 RANK_0_FAILS = (
     "import os, sys, time\n"
     "print('node', os.environ['NODE_INDEX'], 'starting', flush=True)\n"
+    "import hashlib\n"
+    "token = hashlib.sha256(os.environ['API_TOKEN'].encode()).hexdigest()\n"  # not the value
+    f"print('secret token', 'given' if token == {hashlib.sha256(SECRET_TOKEN.encode()).hexdigest()!r} else 'wrong')\n"  # noqa: E501
     "if os.environ['RANK'] == '0':\n"
     "    sys.exit(3)\n"
     "time.sleep(3)\n"
@@ -163,11 +169,19 @@ def setup() -> dict[str, int]:
             with catalog.session() as session:
                 Algorithms(session, ADMIN).update("demo", name, {"image": image})
     with catalog.session() as session:
+        Algorithms(session, ADMIN).update("demo", "rank-0-fails", {"env": {"API_TOKEN": "x"}})
+    with catalog.session() as session:
         command = [MISSING_INTERPRETER, "-c", "pass"]
         Algorithms(session, ADMIN).update("demo", "cannot-start", {"command": command})
     return {
         "demo": add_task(catalog, name="demo-on-k8s"),
-        "node-fails": add_task(catalog, name="node-fails", algorithm="rank-0-fails", parameters={}),
+        "node-fails": add_task(
+            catalog,
+            name="node-fails",
+            algorithm="rank-0-fails",
+            parameters={},
+            env={"API_TOKEN": SECRET_TOKEN},
+        ),
         "oom": add_task(catalog, name="oom", algorithm="eats-memory", parameters={}),
         "unschedulable": add_task(catalog, name="no-gpu", resource_spec="gpu-one"),
         "stop": add_task(catalog, name="stop", algorithm="trains-until-stopped", parameters={}),

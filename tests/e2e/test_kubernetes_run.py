@@ -41,6 +41,7 @@ from octotrain.settings import REPO_ROOT
 from octotrain.storage import ObjectStore
 from tests.config.rbac import DISCOVERY_PATHS, allows, grants, launcher_role, request_access
 from tests.e2e.dag_test_runner import task_logs
+from tests.e2e.k8s_runner import SECRET_TOKEN
 from tests.k8s_emulator import KubernetesEmulator
 
 NAMESPACE = "octotrain"
@@ -290,7 +291,13 @@ def test_a_failing_node_fails_the_run_and_its_supplemental_log_says_why(
         "node distributed-0 failed with exit code 3: the training program exited with an error"
     )
     assert failed["run"]["message"].startswith(culprit)
-    assert "node distributed-0 starting" in stored(cluster, failed, names(failed, NODES[0]).train)
+    train_log = stored(cluster, failed, names(failed, NODES[0]).train)
+    assert "node distributed-0 starting" in train_log
+    assert "secret token given" in train_log  # from the run's Secret, by reference
+    if cluster.emulator is not None:
+        specs = json.dumps(cluster.emulator.created_pod_specs())
+        assert SECRET_TOKEN not in specs and "secretKeyRef" in specs
+        assert cluster.emulator.secrets(NAMESPACE) == []  # the teardown deleted it
     if "distributed-1" in started_nodes(cluster, failed):  # its turn came first: it succeeded
         assert failed["tasks"]["launch[1]"] == "success"
         assert not cluster.store.list(

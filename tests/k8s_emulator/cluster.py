@@ -70,6 +70,7 @@ class Cluster:
         self._runtimes: dict[str, PodRuntime] = {}
         self._unscheduled: dict[str, str] = {}  # uid -> last FailedScheduling message
         self._created: list[str] = []
+        self._created_specs: list[dict[str, Any]] = []
         self._cluster_ips = itertools.count(10)
         self._namespaces: dict[str, dict[str, Any]] = {}
         for name in ("default", "kube-system", "kube-public", "kube-node-lease"):
@@ -314,6 +315,7 @@ class Cluster:
             default_pod(pod)
             self.store.put("pods", pod)
             self._created.append(pod["metadata"]["name"])
+            self._created_specs.append(copy.deepcopy(pod["spec"]))
             created = copy.deepcopy(pod)
             self._unscheduled[pod["metadata"]["uid"]] = ""
             self._schedule_waiting()
@@ -322,6 +324,10 @@ class Cluster:
     def created_pod_names(self) -> list[str]:
         with self.store.lock:
             return list(self._created)
+
+    def created_pod_specs(self) -> list[dict[str, Any]]:
+        with self.store.lock:
+            return copy.deepcopy(self._created_specs)
 
     def _schedule_waiting(self) -> None:
         """Try to bind every pod still waiting for the node, oldest first (store lock held)."""

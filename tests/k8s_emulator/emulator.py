@@ -127,6 +127,13 @@ class KubernetesEmulator:
     def network_policies(self, namespace: str = "default") -> list[dict[str, Any]]:
         return self._cluster.store.all("networkpolicies", namespace)
 
+    def secrets(self, namespace: str = "default") -> list[dict[str, Any]]:
+        return self._cluster.store.all("secrets", namespace)
+
+    def created_pod_specs(self) -> list[dict[str, Any]]:
+        """The spec of every pod ever created, in order (they outlive their pods)."""
+        return self._cluster.created_pod_specs()
+
     def events(self, namespace: str = "default") -> list[dict[str, Any]]:
         """The events of a namespace, oldest first (they outlive their pods)."""
         return self._cluster.store.all("events", namespace)

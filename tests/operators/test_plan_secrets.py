@@ -82,21 +82,43 @@ def test_secrets_are_masked_in_xcom_and_the_catalog_and_given_to_the_nodes(
     assert list(plan.parameters.items()) == [("api_key", "k-1"), ("epochs", 3)]  # their order
 
 
-def test_a_nodes_pod_gets_the_real_values(
+def test_a_nodes_pod_reads_the_real_values_from_the_runs_secret_not_its_spec(
     catalog: CatalogHook, store: LocalFolderStore, octotrain_env: Path
 ) -> None:
     from kubernetes.client import ApiClient
 
+    from octotrain.planning import RunPlan
+    from octotrain.pods import run_secret, secret_name
     from operators.launch_pod import LaunchNodePodOperator
+    from operators.training_stage import with_real_secrets
 
     task, context = validated_secretive_task(catalog, store, {})
     operator = LaunchNodePodOperator(task_id="launch", training_task_id=task, node_index="single-0")
     pod = ApiClient().sanitize_for_serialization(
         operator.build_pod_request_obj(context, dry_run=True)
     )
+    assert "hf_saved" not in json.dumps(pod) and "k-1" not in json.dumps(pod)
     [base] = [c for c in pod["spec"]["containers"] if c["name"] == "base"]
-    assert {"name": "HF_TOKEN", "value": "hf_saved"} in base["env"]
-    assert "--api_key=k-1" in base["command"] + base.get("args", [])
+    variables = {item["name"]: item for item in base["env"]}
+    plan = RunPlan.model_validate(context["ti"].pushed["plan"])
+    reference = {"secretKeyRef": {"name": secret_name(plan), "key": "env-0"}}
+    assert variables["HF_TOKEN"] == {"name": "HF_TOKEN", "valueFrom": reference}
+    assert variables["THREADS"] == {"name": "THREADS", "value": "2"}
+    parameter = variables["OCTOTRAIN_SECRET_PARAMETER_0"]["valueFrom"]["secretKeyRef"]
+    assert "--api_key=$(OCTOTRAIN_SECRET_PARAMETER_0)" in base["command"]
+    secret = run_secret(with_real_secrets(plan), "octotrain")
+    assert secret["stringData"] == {"env-0": "hf_saved", parameter["key"]: "k-1"}
+
+
+def test_a_dollar_in_a_pods_arguments_is_passed_on_not_expanded() -> None:
+    """Kubernetes expands ``$(X)`` in a container's command: a value's ``$`` is doubled."""
+    from octotrain.pods import training_arguments
+
+    plan = SimpleNamespace(parameters={"pattern": "$(HOME)", "token": "x"})
+    assert training_arguments(plan) == [
+        "--pattern=$$(HOME)",
+        "--token=$(OCTOTRAIN_SECRET_PARAMETER_1)",
+    ]  # type: ignore[arg-type]
 
 
 def test_a_masked_secret_in_the_conf_means_the_saved_value(
