@@ -7,6 +7,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperator, Context
 from airflow.sdk.exceptions import AirflowSkipException
+from airflow.sdk.log import mask_secret
 
 from hooks.catalog import default_catalog
 from octotrain.planning import RunPlan
@@ -49,4 +50,9 @@ def with_real_secrets(plan: RunPlan) -> RunPlan:
     if not plan.has_secrets:
         return plan
     with default_catalog().session() as session:
-        return plan.with_secrets(run_secrets(session, plan.catalog_run_id))
+        secrets = run_secrets(session, plan.catalog_run_id)
+    # Should any of them reach the task's log after all, Airflow writes *** in its place.
+    for values in secrets.values():
+        for value in values.values():
+            mask_secret(str(value))
+    return plan.with_secrets(secrets)
