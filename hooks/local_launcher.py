@@ -9,7 +9,7 @@ from pathlib import Path
 from hooks.catalog import default_catalog
 from hooks.hashing_io import file_checksum
 from hooks.local_process import RunAbortMarker, free_port
-from hooks.model_archive import ArchiveFailed, archive_outputs, different_outputs
+from hooks.model_archive import ArchiveFailed, NoModelWritten, archive_outputs, different_outputs
 from hooks.object_store import default_object_store
 from octotrain.catalog.models import ModelVersion
 from octotrain.metrics import final_values
@@ -32,7 +32,7 @@ class LocalLauncher:
         """The nodes' OUTPUT folders are in the run folder."""
         files = merged_outputs(layout, plan.node_indices)
         if not files:
-            raise ArchiveFailed("no model files were written to OUTPUT by any node")
+            raise NoModelWritten()
         metrics = final_values(layout.node_folders(plan.node_indices[0]).metrics)
         lineage = plan.lineage | {"metrics": metrics}
         return archive_outputs(default_catalog(), default_object_store(), plan, files, lineage)

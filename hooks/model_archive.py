@@ -53,6 +53,13 @@ class ArchiveFailed(RuntimeError):
     """No version was archived; the message says why."""
 
 
+class NoModelWritten(ArchiveFailed):
+    """Every node succeeded, and none wrote a file to OUTPUT."""
+
+    def __init__(self) -> None:
+        super().__init__("no model files were written to OUTPUT by any node")
+
+
 def archive_outputs(
     catalog: CatalogHook,
     store: ObjectStore,

@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 from hooks.catalog import default_catalog
-from hooks.model_archive import ArchiveFailed, archive_stored_outputs, stored_outputs
+from hooks.model_archive import NoModelWritten, archive_stored_outputs, stored_outputs
 from hooks.object_store import default_object_store
 from hooks.run_abort import StoreAbortMarker
 from octotrain.catalog.models import ModelVersion
@@ -40,7 +40,7 @@ class PodLauncher:
         store = default_object_store()
         outputs = stored_outputs(store, plan)
         if not outputs:
-            raise ArchiveFailed("no model files were written to OUTPUT by any node")
+            raise NoModelWritten()
         with tempfile.TemporaryDirectory(prefix="octotrain-metrics-") as scratch:
             prefix = plan.objects.metrics(plan.node_indices[0])
             for info in store.list(prefix):

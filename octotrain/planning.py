@@ -74,6 +74,8 @@ class RunPlan(BaseModel):
     mounts: list[StagedInput]
     output_repository_id: int
     output_repository: str
+    # Whether a run that writes no model fails (``TaskSpec.model_required``).
+    model_required: bool = True
     lineage: dict[str, Any]
     # The earlier run of the task this one resumes (its catalog id and run key), if any.
     resumed_from_run_id: int = 0
@@ -240,6 +242,7 @@ def build_run_plan(
         mounts=resolved.mounts,
         output_repository_id=resolved.repository.id,
         output_repository=resolved.repository.name,
+        model_required=spec.model_required,
         max_wait_seconds=spec.max_wait_seconds,
         max_training_seconds=spec.max_training_seconds,
         hang_after_seconds=spec.hang_detection.after_seconds if spec.hang_detection else None,

@@ -118,14 +118,15 @@ def end_run(
     """End a run that is still active, named by ``run``, by its catalog ``run_id``, or by
     ``task_id`` and ``airflow_run_id``; False when it had already ended (the first end stays).
 
-    A failed or stopped run needs its ``reason``; a successful one its model version.
+    A failed or stopped run needs its ``reason``; a successful one its model version, or the
+    reason it has none (its task requires no model and it wrote none).
     """
     if state not in ENDED_RUN_STATES:
         raise ValueError(f"a run ends success, failed or stopped, not {state}")
     if state != RunState.SUCCESS and not reason:
         raise ValueError(f"a run that ends {state} needs the reason")
-    if state == RunState.SUCCESS and model_version_id is None:
-        raise ValueError("a run that ends success names its model version")
+    if state == RunState.SUCCESS and model_version_id is None and not reason:
+        raise ValueError("a run that ends success names its model version or why it has none")
     if run is not None:
         condition = Run.id == run.id
     elif run_id is not None:

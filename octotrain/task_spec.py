@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import AfterValidator, Field, StrictInt, StrictStr, model_validator
+from pydantic import AfterValidator, Field, StrictBool, StrictInt, StrictStr, model_validator
 
 from octotrain.documents import (
     Description,
@@ -95,6 +95,10 @@ class TaskSpec(Document):
     training_kind: Literal["regular", "incremental"] = "regular"
     # The repository the trained model is archived into (the output repository).
     model_repository: RefName
+    # Whether a run must write a model to OUTPUT. An evaluation or metrics-only algorithm's
+    # task sets false: a run whose nodes all succeeded but wrote nothing then succeeds with no
+    # model version (files it does write are still archived). True: such a run fails.
+    model_required: StrictBool = True
     input_models: Annotated[list[ModelVersionRef], Field(max_length=MAX_INPUT_MODELS)] = Field(
         default_factory=list
     )

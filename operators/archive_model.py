@@ -6,6 +6,10 @@ the catalog's run failed. Nodes' OUTPUT folders are merged (a shared output loca
 the original platform); two nodes writing different content to the same path is an error.
 Where the OUTPUT folders are is the launcher's to say (the run folder, or what the pods'
 sidecars uploaded).
+
+A run whose nodes all succeeded but wrote no file to OUTPUT succeeds without a model version
+when its task says it requires none (``model_required: false``: evaluation and metrics-only
+algorithms); otherwise it fails, and node 0's supplemental log says why and what to change.
 """
 
 from __future__ import annotations
@@ -17,11 +21,16 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from hooks.catalog import CatalogHook, default_catalog
 from hooks.launchers import configured_launcher
-from hooks.model_archive import ArchiveFailed
+from hooks.model_archive import ArchiveFailed, NoModelWritten
+from hooks.object_store import default_object_store
+from hooks.run_files import write_text
 from octotrain.catalog.models import ModelVersion, Run, RunState
+from octotrain.contracts import NodeLogNames
 from octotrain.planning import RunPlan
+from octotrain.run_layout import RunLayout
 from octotrain.run_lifecycle import end_run
 from octotrain.storage import ObjectStoreError
+from octotrain.supplemental_log import SupplementalLog
 from operators.training_stage import TrainingStageOperator
 
 
@@ -39,12 +48,48 @@ class ArchiveModelOperator(TrainingStageOperator):
                 return _describe(plan, run.model_version)
         try:
             version = configured_launcher().archive(plan, layout)
+        except NoModelWritten as error:
+            if not plan.model_required:
+                return _succeeded_without_model(catalog, plan)
+            message = f"nothing was archived: {error}"
+            _record_failure(catalog, plan, message)
+            _explain_on_node_0(plan, layout, str(error))
+            raise AirflowFailException(message) from error
         except (ArchiveFailed, ObjectStoreError) as error:
             message = f"nothing was archived: {error}"
             _record_failure(catalog, plan, message)
             raise AirflowFailException(message) from error
         self.log.info("archived %s version %s", plan.output_repository, version.version)
         return _describe(plan, version)
+
+
+NO_MODEL_NEEDED = (
+    "succeeded without a model version: no node wrote to OUTPUT, and the task requires no "
+    "model (model_required: false)"
+)
+
+
+def _succeeded_without_model(catalog: CatalogHook, plan: RunPlan) -> dict[str, Any]:
+    with catalog.session() as session:
+        end_run(session, run_id=plan.catalog_run_id, state=RunState.SUCCESS, reason=NO_MODEL_NEEDED)
+    return {"repository": plan.output_repository, "version": None, "reason": NO_MODEL_NEEDED}
+
+
+def _explain_on_node_0(plan: RunPlan, layout: RunLayout, error: str) -> None:
+    """Node 0's supplemental log says why the run failed although its nodes succeeded: in the
+    run folder, where the local launcher's logs are read while it exists, and in the store."""
+    node = plan.node_indices[0]
+    log = SupplementalLog(
+        f"node {node} ended well, but the run has no model: {error}, and the task requires one",
+        (
+            "an algorithm that writes no model (evaluation, metrics only) runs in a task with "
+            "model_required: false; its runs then succeed without a model version",
+        ),
+    ).render()
+    name = NodeLogNames(task_id=plan.task_id, node_index=node).supplemental
+    if layout.logs_dir.is_dir():
+        layout.log_path(name).write_text(log, encoding="utf-8")
+    write_text(default_object_store(), plan.objects.log(name), log)
 
 
 def _record_failure(catalog: CatalogHook, plan: RunPlan, message: str) -> None:

@@ -6,7 +6,9 @@ from airflow.sdk.exceptions import AirflowFailException
 from hooks.catalog import CatalogHook
 from hooks.local_store import LocalFolderStore
 from hooks.model_archive import lineage_edges
+from hooks.run_files import read_text
 from octotrain.catalog.models import Run, RunState, TrainingTask
+from octotrain.contracts import NodeLogNames
 from octotrain.planning import RunPlan, build_run_plan
 from operators.archive_model import ArchiveModelOperator
 from tests.factories import seed
@@ -43,25 +45,52 @@ class _TaskInstance:
         return self.plan.model_dump(mode="json")
 
 
-def test_a_run_that_archives_nothing_ends_failed_in_the_catalog(
-    octotrain_env: Path, catalog: CatalogHook
-) -> None:
-    """archive_model is the run's last stage: when it archives nothing, nothing after it would
-    end the catalog's run, which would stay running for ever."""
+def _run_writing_nothing(
+    octotrain_env: Path, catalog: CatalogHook, *, model_required: bool = True
+) -> RunPlan:
+    """A running run of the demo task (``model_required`` as given) whose nodes wrote no
+    model."""
     demo = seed(catalog, LocalFolderStore(octotrain_env / "objects"))
     with catalog.session() as session:
         task = session.get(TrainingTask, demo.task_id)
+        task.spec = task.spec | {"model_required": model_required}
         plan = build_run_plan(session, task, run_id="manual__1", master_addr="127.0.0.1",
                               master_port=1, triggered_by="")  # fmt: skip
         run = Run(task_id=task.id, airflow_run_id="manual__1", state=RunState.RUNNING,
                   node_count=plan.world_size)  # fmt: skip
         session.add(run)
         session.flush()
-        plan = plan.model_copy(update={"catalog_run_id": run.id})
-    operator = ArchiveModelOperator(task_id="archive_model", training_task_id=demo.task_id)
+        return plan.model_copy(update={"catalog_run_id": run.id})
+
+
+def test_a_run_that_archives_nothing_ends_failed_in_the_catalog(
+    octotrain_env: Path, catalog: CatalogHook
+) -> None:
+    """archive_model is the run's last stage: when it archives nothing, nothing after it would
+    end the catalog's run, which would stay running for ever. Node 0's supplemental log says
+    why, and what a task whose algorithm writes no model sets."""
+    plan = _run_writing_nothing(octotrain_env, catalog)
+    operator = ArchiveModelOperator(task_id="archive_model", training_task_id=plan.task_id)
     with pytest.raises(AirflowFailException, match="no model files were written to OUTPUT"):
         operator.execute({"ti": _TaskInstance(plan)})  # type: ignore[arg-type]
     with catalog.session() as session:
         ended = session.get(Run, plan.catalog_run_id)
         assert ended.state == RunState.FAILED and ended.ended_at is not None
         assert ended.message.startswith("nothing was archived: no model files")
+    name = NodeLogNames(task_id=plan.task_id, node_index=plan.node_indices[0]).supplemental
+    log = read_text(LocalFolderStore(octotrain_env / "objects"), plan.objects.log(name)) or ""
+    assert log.startswith(f"node {plan.node_indices[0]} ended well, but the run has no model")
+    assert "model_required: false" in log
+
+
+def test_a_task_requiring_no_model_succeeds_without_a_version(
+    octotrain_env: Path, catalog: CatalogHook
+) -> None:
+    plan = _run_writing_nothing(octotrain_env, catalog, model_required=False)
+    operator = ArchiveModelOperator(task_id="archive_model", training_task_id=plan.task_id)
+    described = operator.execute({"ti": _TaskInstance(plan)})  # type: ignore[arg-type]
+    assert described["version"] is None
+    with catalog.session() as session:
+        ended = session.get(Run, plan.catalog_run_id)
+        assert ended.state == RunState.SUCCESS and ended.model_version is None
+        assert ended.message.startswith("succeeded without a model version")
