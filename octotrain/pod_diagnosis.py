@@ -51,6 +51,8 @@ class NodeEnd:
     active_deadline_seconds: int | None = None
     # Whether the node's checkpoint is in the object store (a resume would restore it).
     checkpoint_synced: bool = False
+    # The end of the node's train log, its secrets masked (``NodeEnding.train_log_tail``).
+    train_log_tail: str = ""
 
 
 def diagnose(
@@ -92,6 +94,7 @@ def _ending(end: NodeEnd, train_exit_code: int | None, **facts: Any) -> NodeEndi
         time_limit=ReachedLimit.from_json(report.get("time_limit")),
         hung=HungNode.from_json(report.get("hung")),
         checkpoint_synced=end.checkpoint_synced,
+        train_log_tail=end.train_log_tail,
         **facts,
     )
 

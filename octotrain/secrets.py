@@ -11,7 +11,7 @@ where the run is planned (``with_held_secrets``); the conf that Airflow stores a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 MASK = "***"
@@ -74,6 +74,14 @@ def with_held_secrets(
     if held.get("env"):
         merged["env"] = dict(conf.get("env") or {}) | dict(held["env"])
     return merged | dict(held.get("parameters") or {})
+
+
+def masked_text(text: str, values: Iterable[Any]) -> str:
+    """``text`` with every secret value in it replaced by ``***`` (a log's lines, say)."""
+    for value in sorted({str(value) for value in values}, key=len, reverse=True):
+        if value and value != MASK:
+            text = text.replace(value, MASK)
+    return text
 
 
 def keeps_saved_value(name: str, value: Any) -> bool:

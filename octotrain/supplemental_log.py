@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from octotrain.exit_codes import describe_exit_code
@@ -19,6 +19,13 @@ from octotrain.hang_detection import HUNG, HungNode
 from octotrain.time_limits import ReachedLimit
 
 MIB = 1024 * 1024
+# How much of the end of a failed node's train log its supplemental log quotes (the manual
+# calls the supplemental log the error output): the last lines, each cut to a length.
+TAIL_LINES = 20
+TAIL_LINE_CHARS = 300
+TAIL_HEADING = "the last lines of the train log:"
+# How much of a log's end a launcher reads for it (and to recognise a failed allocation).
+TAIL_READ_BYTES = 64 * 1024
 # How many node names the run's message lists before it only counts the others.
 MESSAGE_NODE_NAMES = 8
 # The init log's line for a failed staging (operators/stage_data.py, hooks/pod_node.py).
@@ -60,16 +67,35 @@ class NodeEnding:
     hung: HungNode | None = None
     # Whether the node's checkpoint is in the object store: only then can a resume restore it.
     checkpoint_synced: bool = False
+    # The end of the node's train log, its secrets already masked (quoted by ``explain``).
+    train_log_tail: str = ""
 
 
 @dataclass(frozen=True)
 class SupplementalLog:
     reason: str
     details: tuple[str, ...] = ()
+    # The train log's last lines (``quoted_tail``), after every detail.
+    tail: tuple[str, ...] = ()
 
     def render(self, written_at: datetime | None = None) -> str:
         stamp = (written_at or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
-        return "\n".join([self.reason, f"written {stamp}", *self.details]) + "\n"
+        return "\n".join([self.reason, f"written {stamp}", *self.details, *self.tail]) + "\n"
+
+
+def quoted_tail(text: str) -> tuple[str, ...]:
+    """The last ``TAIL_LINES`` non-empty lines of a train log's end, each cut to
+    ``TAIL_LINE_CHARS``, under a heading; nothing when the log is empty. ``text`` is a log's
+    last ``TAIL_READ_BYTES`` at most: when it is that long, its first line may be cut, and is
+    left out."""
+    lines = text.splitlines()
+    if len(text.encode()) >= TAIL_READ_BYTES:
+        lines = lines[1:]
+    kept = [line for line in lines if line.strip()][-TAIL_LINES:]
+    if not kept:
+        return ()
+    cut = [line if len(line) <= TAIL_LINE_CHARS else line[:TAIL_LINE_CHARS] + " …" for line in kept]
+    return (TAIL_HEADING, *(f"  | {line}" for line in cut))
 
 
 def first_line(text: str) -> str:
@@ -78,7 +104,15 @@ def first_line(text: str) -> str:
 
 
 def explain(ending: NodeEnding) -> SupplementalLog | None:
-    """The node's supplemental log, or None when it ended normally."""
+    """The node's supplemental log, or None when it ended normally; where its training ran,
+    it ends with the last lines of its train log."""
+    log = _explained(ending)
+    if log is None or ending.exit_code is None:
+        return log
+    return replace(log, tail=quoted_tail(ending.train_log_tail))
+
+
+def _explained(ending: NodeEnding) -> SupplementalLog | None:
     node = f"node {ending.node_index}"
     status = _status_details(ending.exit_code)
     if ending.staging_error is not None:

@@ -34,10 +34,16 @@ from octotrain.pods import LABEL_NODE, LABEL_RUN, pod_deadline, run_label
 from octotrain.restarts import supplemented, what_was_done
 from octotrain.run_layout import RunObjects
 from octotrain.run_lifecycle import end_run
+from octotrain.secrets import masked_text
 from octotrain.settings import get_settings
-from octotrain.storage import ObjectStore
-from octotrain.supplemental_log import SupplementalLog, run_message, staging_error_in
-from operators.training_stage import TrainingStageOperator
+from octotrain.storage import ObjectNotFound, ObjectStore
+from octotrain.supplemental_log import (
+    TAIL_READ_BYTES,
+    SupplementalLog,
+    run_message,
+    staging_error_in,
+)
+from operators.training_stage import TrainingStageOperator, with_real_secrets
 
 
 class CollectPodLogsOperator(TrainingStageOperator):
@@ -131,6 +137,7 @@ class CollectPodLogsOperator(TrainingStageOperator):
                 grace_seconds=int(get_settings().stop_grace_seconds),
             ),
             checkpoint_synced=store_has(store, objects.checkpoint_manifest(node_index)),
+            train_log_tail=_masked_tail(store, plan, objects.log(names.train)),
         )
         return diagnose(pod, events, end)
 
@@ -158,3 +165,15 @@ def _ensure_logs(store: ObjectStore, objects: RunObjects, names: NodeLogNames) -
     for name in names.always():
         if read_text(store, objects.log(name)) is None:
             write_text(store, objects.log(name), "")
+
+
+def _masked_tail(store: ObjectStore, plan: RunPlan, key: str) -> str:
+    """The last ``TAIL_READ_BYTES`` of a node's train log in the store, the run's secret values
+    masked; empty when the log is not there."""
+    try:
+        size = store.stat(key).size
+        text = store.read_range(key, max(0, size - TAIL_READ_BYTES), size).decode(errors="replace")
+    except ObjectNotFound:
+        return ""
+    secrets = with_real_secrets(plan).secret_values() if plan.has_secrets else {}
+    return masked_text(text, [value for values in secrets.values() for value in values.values()])

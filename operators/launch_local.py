@@ -45,8 +45,9 @@ from octotrain.node_progress import Phase, wrapper_arguments
 from octotrain.planning import RunPlan
 from octotrain.restarts import RunRestart, restart_due, what_was_done
 from octotrain.run_layout import RunLayout
+from octotrain.secrets import masked_text
 from octotrain.settings import get_settings
-from octotrain.supplemental_log import NodeEnding, last_sampled_memory
+from octotrain.supplemental_log import TAIL_READ_BYTES, NodeEnding, last_sampled_memory
 from operators.hang_notices import HangNotices
 from operators.node_endings import record_ending
 from operators.node_holds import record_node_hold, record_node_release
@@ -55,7 +56,6 @@ from operators.stage_data import init_log
 from operators.training_stage import TrainingStageOperator
 
 # How much of the train log's end is read to tell an allocation failure (RLIMIT_AS).
-TRAIN_LOG_TAIL_BYTES = 64 * 1024
 
 
 class LaunchLocalNodeOperator(TrainingStageOperator):
@@ -325,11 +325,12 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
         """What the supplemental log says: a stop names who stopped the node (``stopped_by``:
         the run's flag, or Airflow through ``on_kill``), and an out-of-memory end the limit."""
         memory = None
+        tail = _tail(layout.log_path(layout.log_names(self.node_index).train))
         if self._confinement is not None:
             samples = layout.resources_path(self.node_index)
             memory = self._confinement.out_of_memory(
                 outcome.exit_code,
-                _tail(layout.log_path(layout.log_names(self.node_index).train)),
+                tail,
                 last_sampled_memory(samples.read_text() if samples.is_file() else ""),
             )
         return NodeEnding(
@@ -341,11 +342,19 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
             out_of_memory=memory,
             time_limit=outcome.time_limit,
             hung=outcome.hung,
+            train_log_tail=self._masked(tail),
             checkpoint_synced=self._plan is not None
             and store_has(
                 default_object_store(), self._plan.objects.checkpoint_manifest(self.node_index)
             ),
         )
+
+    def _masked(self, text: str) -> str:
+        """``text`` with the run's secret values masked (the plan this node started with)."""
+        if self._plan is None:
+            return text
+        secrets = self._plan.secret_values()
+        return masked_text(text, [*secrets["env"].values(), *secrets["parameters"].values()])
 
     def _finish(
         self,
@@ -414,7 +423,7 @@ def _tail(path: Path) -> str:
     """The end of a log file, as text."""
     try:
         with path.open("rb") as log:
-            log.seek(max(0, log.seek(0, os.SEEK_END) - TRAIN_LOG_TAIL_BYTES))
+            log.seek(max(0, log.seek(0, os.SEEK_END) - TAIL_READ_BYTES))
             return log.read().decode("utf-8", errors="replace")
     except FileNotFoundError:
         return ""

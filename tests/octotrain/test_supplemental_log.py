@@ -230,3 +230,35 @@ def test_resuming_is_suggested_only_when_a_checkpoint_was_synced(
     suggested = any("can be resumed from its last checkpoint" in line for line in log.details)
     assert suggested is synced
     assert any("cannot be resumed" in line for line in log.details) is not synced
+
+
+def test_a_failed_node_s_log_ends_with_its_train_log_s_last_lines() -> None:
+    """The manual's "error output": the last lines (bounded), after every detail."""
+    lines = [f"step {n}" for n in range(40)] + ["", "Traceback: x" * 100]
+    ending = NodeEnding("single-0", exit_code=1, train_log_tail="\n".join(lines) + "\n")
+    log = explain(ending)
+    assert log is not None
+    rendered = log.render().splitlines()
+    heading = rendered.index("the last lines of the train log:")
+    quoted = rendered[heading + 1 :]
+    assert len(quoted) == 20 and quoted[0] == "  | step 21"
+    assert quoted[-1].startswith("  | Traceback: x") and quoted[-1].endswith(" …")
+    assert len(quoted[-1]) <= 300 + 6
+    assert explain(replace(ending, exit_code=0)) is None  # ended well: no log at all
+    never_ran = explain(NodeEnding("single-0", start_error="no such file", train_log_tail="x"))
+    assert never_ran is not None and never_ran.tail == ()
+
+
+def test_the_quoted_tail_drops_a_first_line_cut_by_the_read() -> None:
+    from octotrain.supplemental_log import TAIL_READ_BYTES, quoted_tail
+
+    cut = "x" * (TAIL_READ_BYTES - 10) + "\nlast line\n"
+    assert quoted_tail(cut)[1:] == ("  | last line",)
+    assert quoted_tail("only line") == ("the last lines of the train log:", "  | only line")
+    assert quoted_tail("\n\n") == ()
+
+
+def test_secret_values_are_masked_in_text() -> None:
+    from octotrain.secrets import masked_text
+
+    assert masked_text("token=abc123 and abc", ["abc", "abc123", ""]) == "token=*** and ***"

@@ -169,3 +169,15 @@ def test_a_training_killed_by_sigkill_from_outside_is_lost_in_both_lines(plan: R
 
 
 _TRAINS_UNTIL_KILLED = "import time\nprint('training', flush=True)\ntime.sleep(60)\n"
+
+
+def test_a_failed_node_s_supplemental_log_quotes_its_train_log(plan: RunPlan) -> None:
+    code = "import sys\nprint('loss 0.5')\nprint('giving up', sys.argv[-1])\nsys.exit(4)\n"
+    failing = _plan(plan, command=[sys.executable, "-c", code], max_node_restarts=0)
+    failing = failing.model_copy(update={"parameters": {"epochs": 3}})
+    node = _start(failing, "single-0")
+    assert isinstance(node.ended(), AirflowException)
+    log = node.supplemental()
+    assert log.endswith(
+        "the last lines of the train log:\n  | loss 0.5\n  | giving up --epochs=3\n"
+    )

@@ -151,3 +151,14 @@ def test_secrets_held_apart_by_the_trigger_reach_the_nodes_not_airflows_conf(
     with catalog_for(catalog.url).session() as session:
         run = session.get(Run, context["ti"].pushed["plan"]["catalog_run_id"])
         assert run is not None and "hf_typed" not in json.dumps(run.plan)
+
+
+def test_a_local_node_s_quoted_train_log_has_its_secrets_masked(
+    catalog: CatalogHook, store: LocalFolderStore, octotrain_env: Path
+) -> None:
+    task, context = validated_secretive_task(catalog, store, {})
+    launch = LaunchLocalNodeOperator(task_id="launch", training_task_id=task, node_index="single-0")
+    launch._plan = launch.plan_to_start_nodes(context)
+    assert launch._masked("HF_TOKEN=hf_saved --api_key=k-1 epochs") == (
+        "HF_TOKEN=*** --api_key=*** epochs"
+    )
