@@ -25,12 +25,29 @@ class CatalogError(Exception):
     """Base of the errors below; its message is meant for the user as it is."""
 
 
+# How many broken rules an answer lists (the rest are counted): a document with 200,000
+# undeclared parameters was answered with 40 MB of them.
+LISTED_PROBLEMS = 100
+
+
 class InvalidInput(CatalogError, ValueError):
-    """A document or its references break one or more rules, all of them listed at once."""
+    """A document or its references break one or more rules, all of them judged at once; the
+    first ``LISTED_PROBLEMS`` are listed, the others counted."""
 
     def __init__(self, problems: Iterable[FieldProblem]) -> None:
         self.problems = list(problems)
-        super().__init__("; ".join(str(problem) for problem in self.problems))
+        shown = "; ".join(str(problem) for problem in self.listed)
+        if self.unlisted:
+            shown += f"; and {self.unlisted} more"
+        super().__init__(shown)
+
+    @property
+    def listed(self) -> list[FieldProblem]:
+        return self.problems[:LISTED_PROBLEMS]
+
+    @property
+    def unlisted(self) -> int:
+        return max(0, len(self.problems) - LISTED_PROBLEMS)
 
     @classmethod
     def one(cls, field: str, rule: str) -> InvalidInput:

@@ -45,6 +45,7 @@ class Settings(BaseModel):
     airflow_api_url: str = Field(pattern=r"^https?://")
     airflow_username: str = Field(min_length=1)
     airflow_password: str
+    max_request_bytes: int = Field(ge=1024)
 
     @field_validator("object_store_url")
     @classmethod

@@ -11,6 +11,7 @@ from __future__ import annotations
 from airflow.api_fastapi.core_api.security import get_user
 from fastapi import APIRouter, Depends, FastAPI
 
+from octotrain.settings import get_settings
 from plugins.api import (
     accounting_routes,
     catalog_routes,
@@ -22,6 +23,7 @@ from plugins.api import (
     progress_routes,
     task_routes,
 )
+from plugins.api.body_limit import BodyLimit
 from plugins.api.errors import ERROR_RESPONSES, install_error_handlers
 from plugins.ui import accounting_pages, catalog_pages, compare_pages, pages, run_pages
 
@@ -58,4 +60,5 @@ def create_app() -> FastAPI:
     app.include_router(run_pages.router, dependencies=[Depends(get_user)])
     app.include_router(compare_pages.router, dependencies=[Depends(get_user)])
     install_error_handlers(app)
+    app.add_middleware(BodyLimit, limit=get_settings().max_request_bytes)
     return app

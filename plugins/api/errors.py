@@ -37,12 +37,15 @@ class ProblemView(BaseModel):
 class ErrorView(BaseModel):
     detail: str
     problems: list[ProblemView] = []
+    # How many rules were broken: ``problems`` lists the first 100 of them.
+    problems_total: int | None = None
     referrers: list[str] = []
 
 
 # Documented on every route (the API's OpenAPI document lists what each may answer).
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorView, "description": "A query parameter or a run's conf breaks a rule"},
+    413: {"model": ErrorView, "description": "The body is over OCTOTRAIN_MAX_REQUEST_BYTES"},
     401: {"model": ErrorView, "description": "No or an expired Airflow token"},
     403: {"model": ErrorView, "description": "Only administrators may do this"},
     404: {"model": ErrorView, "description": "Not found, or in a project you are not in"},
@@ -59,18 +62,24 @@ def _problems(problems: list[FieldProblem]) -> list[dict[str, str]]:
     return [{"field": problem.field, "rule": problem.rule} for problem in problems]
 
 
+def _judged(status: int, error: InvalidInput) -> JSONResponse:
+    """The broken rules, the first ``LISTED_PROBLEMS`` of them, and how many there were."""
+    return _answer(status, str(error), problems=_problems(error.listed),
+                   problems_total=len(error.problems))  # fmt: skip
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(InvalidInput)
     async def invalid(_request: Request, error: InvalidInput) -> JSONResponse:
-        return _answer(422, str(error), problems=_problems(error.problems))
+        return _judged(422, error)
 
     @app.exception_handler(InvalidQuery)
     async def bad_query(_request: Request, error: InvalidQuery) -> JSONResponse:
-        return _answer(400, str(error), problems=_problems(error.problems))
+        return _judged(400, error)
 
     @app.exception_handler(InvalidTrigger)
     async def bad_trigger(_request: Request, error: InvalidTrigger) -> JSONResponse:
-        return _answer(400, str(error), problems=_problems(error.problems))
+        return _judged(400, error)
 
     @app.exception_handler(NotFound)
     async def not_found(_request: Request, error: NotFound) -> JSONResponse:
@@ -91,14 +100,22 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def malformed(_request: Request, error: RequestValidationError) -> JSONResponse:
-        problems = [
-            {"field": _parameter(item["loc"]), "rule": item["msg"]} for item in error.errors()
-        ]
+        problems = [_malformed(item) for item in error.errors()]
         detail = "; ".join(f"{item['field']}: {item['rule']}" for item in problems)
         # A bad query parameter makes the request malformed (400, as InvalidQuery); a body or
         # path that breaks its shape is judged like a document (422).
         in_query = any(item["loc"][:1] == ("query",) for item in error.errors())
         return _answer(400 if in_query else 422, detail, problems=problems)
+
+
+def _malformed(item: dict[str, Any]) -> dict[str, str]:
+    """One of FastAPI's validation errors as a problem; a body that is not JSON at all (its
+    location is the position of the error) names the body and where it broke."""
+    if item.get("type") == "json_invalid":
+        position = item["loc"][-1]
+        reason = (item.get("ctx") or {}).get("error", "")
+        return {"field": "body", "rule": f"is not valid JSON: {reason} at character {position}"}
+    return {"field": _parameter(item["loc"]), "rule": item["msg"]}
 
 
 def _parameter(location: tuple[int | str, ...]) -> str:

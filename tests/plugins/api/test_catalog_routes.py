@@ -88,7 +88,9 @@ def test_a_body_that_is_not_json_answers_422_in_the_same_shape(api: Api) -> None
         headers=api.as_user("alice") | {"Content-Type": "application/json"},
     )
     assert response.status_code == 422
-    assert response.json()["problems"][0]["rule"].startswith("JSON decode error")
+    (problem,) = response.json()["problems"]
+    assert problem["field"] == "body"  # it was "1", the position where decoding broke
+    assert problem["rule"].startswith("is not valid JSON: Expecting property name")
 
 
 def test_deleting_what_is_in_use_answers_409_with_the_referrers(api: Api) -> None:
