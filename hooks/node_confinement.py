@@ -239,7 +239,7 @@ def _problems_as(
         ("the code folder", code_dir, READ | EXECUTE),
         ("the agent folder (the metrics writer)", agent_dir, READ | EXECUTE),
         ("DATASET", folders.dataset, READ | EXECUTE),
-        ("MODEL", folders.model, READ | EXECUTE),
+        *([("MODEL", folders.model, READ | EXECUTE)] if folders.model.exists() else []),
         ("MOUNTS", folders.mounts, READ | EXECUTE),
         ("the node folder", folders.output.parent, EXECUTE),
     ]:

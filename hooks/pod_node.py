@@ -80,7 +80,7 @@ def stage_pod_node(
 ) -> None:
     """The init container's work; raises (after noting why in the init log) on failure."""
     folders = NodeFolders.under(work)
-    folders.create()
+    folders.create(with_model=False)  # MODEL is made by staging, when there are input models
     logs = work / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     names = NodeLogNames(task_id=task_id, node_index=node_index)

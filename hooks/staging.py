@@ -114,11 +114,9 @@ def stage_inputs(
     layout of both launchers (a process's run folder, a pod's work folder); ``on_bytes`` hears
     of the download's bytes done of its total."""
     data, models = sources
-    targets = [
-        StageTarget(folders.dataset, data),
-        # One input version: its files are MODEL itself; several: one sub-folder each.
-        StageTarget(folders.model, models, whole=len(models) == 1),
-    ]
+    targets = [StageTarget(folders.dataset, data)]
+    if models:  # incremental training: one input version's files are MODEL itself; several,
+        targets.append(StageTarget(folders.model, models, whole=len(models) == 1))  # a folder each
     return stage_node(store, cache, targets, note, holder=holder, on_bytes=on_bytes)
 
 

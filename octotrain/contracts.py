@@ -121,11 +121,14 @@ class NodeFolders:
             checkpoint=root / "checkpoint",
         )
 
-    def create(self) -> None:
-        for folder in (
-            self.model, self.dataset, self.mounts, self.output, self.metrics, self.checkpoint
-        ):  # fmt: skip
+    def create(self, *, with_model: bool) -> None:
+        """Make the folders; ``MODEL`` only where the node gets input models (incremental
+        training): a regular training has none, and no ``MODEL`` (the manual's ``${MODEL}`` is
+        incremental training's)."""
+        for folder in (self.dataset, self.mounts, self.output, self.metrics, self.checkpoint):
             folder.mkdir(parents=True, exist_ok=True)
+        if with_model:
+            self.model.mkdir(parents=True, exist_ok=True)
 
 
 def training_environment(
@@ -138,16 +141,22 @@ def training_environment(
     master_addr: str,
     master_port: int,
     algorithm_env: dict[str, str],
+    with_model: bool,
 ) -> dict[str, str]:
-    """The environment a training process sees (DESIGN.md "what a training process sees").
+    """The environment a training process sees (DESIGN.md "what a training process sees");
+    ``MODEL`` (and ``MODEL_PATH``) only ``with_model``, for incremental training.
 
     The algorithm's variables come first so that the platform's names always win: a task must
     not be able to point ``OUTPUT`` somewhere the archive step would not look.
     """
     env = dict(algorithm_env)
+    if with_model:
+        env |= {"MODEL": str(folders.model), "MODEL_PATH": str(folders.model)}
+    else:  # nor may an algorithm's variable of that name pretend there is an input model
+        env.pop("MODEL", None)
+        env.pop("MODEL_PATH", None)
     env.update(
         {
-            "MODEL": str(folders.model),
             "DATASET": str(folders.dataset),
             "MOUNTS": str(folders.mounts),
             "OUTPUT": str(folders.output),
@@ -160,7 +169,6 @@ def training_environment(
             "RANK": str(rank_of(node_index)),
             "MASTER_ADDR": master_addr,
             "MASTER_PORT": str(master_port),
-            "MODEL_PATH": str(folders.model),
             "DATASET_PATH": str(folders.dataset),
             "TMP_RESULT_PATH": str(folders.output),
         }

@@ -203,6 +203,7 @@ def node_pod(plan: RunPlan, node_index: str, settings: PodSettings) -> dict[str,
         master_addr=plan.master_addr,
         master_port=plan.master_port,
         algorithm_env=plan.env,
+        with_model=bool(plan.input_models),
     ) | {
         "PYTHONPATH": AGENT_DIR,
         "OCTOTRAIN_MEMORY_LIMIT_BYTES": str(resources.memory_mib * 1024 * 1024),

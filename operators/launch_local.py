@@ -88,7 +88,7 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
             ending = NodeEnding(self.node_index, stop_reason=reason)
             return self._finish(layout, ending, stopped_by=already)
         folders = layout.node_folders(self.node_index)
-        folders.create()
+        folders.create(with_model=bool(plan.input_models))
         command = [*plan.command, *parameter_arguments(plan.parameters)]
         path = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
         self._confinement = self._confine(plan, layout, command, path)
@@ -101,6 +101,7 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
             master_addr=plan.master_addr,
             master_port=plan.master_port,
             algorithm_env=plan.env,
+            with_model=bool(plan.input_models),
         )
         if self._confinement.memory_limit_mib > 0:  # the resource monitor's memory %
             env["OCTOTRAIN_MEMORY_LIMIT_BYTES"] = str(self._confinement.memory_limit_mib << 20)

@@ -121,7 +121,7 @@ def stage_one_node(
     ``on_bytes`` hears how much of its download is done."""
     data, models, mounts = sources
     folders = layout.node_folders(node_index)
-    folders.create()
+    folders.create(with_model=bool(models))
     holder = layout.cache_holder(node_index)
     stage_inputs(store, cache, folders, (data, models), note, holder=holder, on_bytes=on_bytes)
     for source in mounts:

@@ -36,7 +36,7 @@ def public(tmp_path: Path) -> Iterator[Path]:
 
 def node_folders(base: Path) -> NodeFolders:
     folders = NodeFolders.under(base / "nodes" / "single-0")
-    folders.create()
+    folders.create(with_model=True)
     return folders
 
 

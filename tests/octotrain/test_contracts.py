@@ -43,6 +43,7 @@ def test_training_environment_has_the_whole_contract_and_platform_names_win(
         master_addr="127.0.0.1",
         master_port=29500,
         algorithm_env={"OUTPUT": "/elsewhere", "LR_SCHEDULE": "cosine"},
+        with_model=True,
     )
     assert env["LR_SCHEDULE"] == "cosine"
     assert env["OUTPUT"] == env["TMP_RESULT_PATH"] == str(tmp_path / "output")
@@ -54,6 +55,20 @@ def test_training_environment_has_the_whole_contract_and_platform_names_win(
     assert (env["TASK_ID"], env["RUN_ID"], env["NODE_INDEX"]) == ("7", "manual__1", "distributed-1")
     assert (env["WORLD_SIZE"], env["RANK"]) == ("2", "1")
     assert (env["MASTER_ADDR"], env["MASTER_PORT"]) == ("127.0.0.1", "29500")
+
+
+def test_a_regular_training_has_no_model_variable_and_no_model_folder(tmp_path: Path) -> None:
+    """``${MODEL}`` is incremental training's input models (the manual): a regular training
+    gets neither the variable nor an empty folder, whatever its algorithm's variables say."""
+    folders = NodeFolders.under(tmp_path)
+    folders.create(with_model=False)
+    env = training_environment(
+        folders=folders, task_id=7, run_id="manual__1", node_index="single-0", world_size=1,
+        master_addr="127.0.0.1", master_port=29500, algorithm_env={"MODEL": "/pretend"},
+        with_model=False,
+    )  # fmt: skip
+    assert "MODEL" not in env and "MODEL_PATH" not in env
+    assert not folders.model.exists() and folders.output.is_dir()
 
 
 def test_parameters_become_name_value_arguments_in_declared_order() -> None:

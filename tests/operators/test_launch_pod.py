@@ -80,7 +80,8 @@ def test_each_node_gets_the_environment_contract_and_its_rank(
     assert len(built) == nodes
     for rank, pod in enumerate(built):
         env = {item["name"]: item["value"] for item in containers(pod)["base"]["env"]}
-        assert set(env) >= PLATFORM_ENV_NAMES
+        assert set(env) >= PLATFORM_ENV_NAMES - {"MODEL", "MODEL_PATH"}
+        assert "MODEL" not in env  # a regular training: no input models, no MODEL
         assert (env["RANK"], env["WORLD_SIZE"]) == (str(rank), str(nodes))
         assert env["NODE_INDEX"] == plan.node_indices[rank]
         assert env["DATASET"] == "/octotrain/work/dataset" == env["DATASET_PATH"]
