@@ -22,7 +22,15 @@ from rich.table import Table
 from sqlalchemy.exc import DBAPIError
 
 from hooks.airflow_rest import AirflowApiError
-from octotrain.errors import CatalogError, InvalidInput, StillReferenced
+from octotrain.errors import (
+    LISTED_PROBLEMS,
+    CatalogError,
+    FieldProblem,
+    InvalidInput,
+    InvalidQuery,
+    InvalidTrigger,
+    StillReferenced,
+)
 from octotrain.storage import ObjectStoreError
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON, as the REST API answers.")]
@@ -101,7 +109,8 @@ def reported(*, as_json: bool = False) -> Iterator[None]:
     try:
         yield
     except InvalidInput as error:
-        _refuse(as_json, "invalid", str(error), problems=error.problems)
+        _refuse(as_json, "invalid", str(error), problems=error.problems,
+                consequence=_consequence(error))  # fmt: skip
     except StillReferenced as error:
         _refuse(as_json, "still referenced", str(error), referrers=error.referrers)
     except CatalogError as error:
@@ -117,17 +126,29 @@ def reported(*, as_json: bool = False) -> Iterator[None]:
         )
 
 
+def _consequence(error: InvalidInput) -> str:
+    """What a refusal means: a read changed nothing, a refused run was not started."""
+    if isinstance(error, InvalidQuery):
+        return "nothing was read"
+    if isinstance(error, InvalidTrigger):
+        return "nothing was started"
+    return "nothing was saved"
+
+
 def _refuse(as_json: bool, kind: str, detail: str, **extra: Any) -> None:
-    problems = extra.pop("problems", None)
+    problems: list[FieldProblem] | None = extra.pop("problems", None)
+    consequence = extra.pop("consequence", "")
     if as_json:
         body: dict[str, Any] = {"error": kind, "detail": detail, **extra}
         if problems is not None:
             body["problems"] = [{"field": p.field, "rule": p.rule} for p in problems]
         typer.echo(json.dumps(body, ensure_ascii=False, indent=2))
     elif problems is not None:
-        typer.echo(f"error: {len(problems)} rule(s) broken, nothing was saved:", err=True)
-        for problem in problems:
+        typer.echo(f"error: {len(problems)} rule(s) broken, {consequence}:", err=True)
+        for problem in problems[:LISTED_PROBLEMS]:
             typer.echo(f"  {problem.field}: {problem.rule}", err=True)
+        if len(problems) > LISTED_PROBLEMS:
+            typer.echo(f"  and {len(problems) - LISTED_PROBLEMS} more", err=True)
     else:
         typer.echo(f"error: {detail}", err=True)
     raise typer.Exit(FAILED)

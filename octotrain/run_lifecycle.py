@@ -84,9 +84,11 @@ def record_validated(
     """``validate`` has judged the run: it runs with ``plan`` (its secrets masked, their real
     values in ``secrets``), resuming the run ``resumed_from`` if any, or, ``refused`` (the
     broken rules in words), it has ended failed."""
+    now = datetime.now(UTC)
     run = find_run(session, task_id, airflow_run_id)
-    if run is None:
-        run = Run(task_id=task_id, airflow_run_id=airflow_run_id, triggered_by=triggered_by)
+    if run is None:  # not recorded by its trigger: it starts now (never after its end)
+        run = Run(task_id=task_id, airflow_run_id=airflow_run_id, triggered_by=triggered_by,
+                  started_at=now)  # fmt: skip
         session.add(run)
     run.trigger = trigger
     run.node_count = node_count
@@ -99,7 +101,7 @@ def record_validated(
     else:
         run.state = RunState.FAILED
         run.message = f"validation failed: {refused}"
-        run.ended_at = datetime.now(UTC)
+        run.ended_at = now
     session.flush()
     return run
 

@@ -67,6 +67,7 @@ def test_bad_options_are_refused_naming_them(cli: Cli, args: list[str], field: s
     result = cli("usage", *args)
     assert result.exit_code == 1
     assert f"  {field}: " in result.stderr
+    assert "nothing was saved" not in result.stderr  # a read saves nothing to begin with
 
 
 def test_an_unknown_project_is_refused(cli: Cli) -> None:

@@ -50,6 +50,8 @@ def test_a_run_refused_by_validate_has_ended_with_its_time_and_reason(
     run = validated(rule_session, task, "manual__1", refused="algorithm: gone")
     assert run.state == RunState.FAILED and run.ended_at is not None
     assert run.message == "validation failed: algorithm: gone"
+    rule_session.flush()
+    assert run.started_at <= run.ended_at  # it ended after it started, not a moment before
 
 
 def test_the_first_end_stays_and_every_end_has_its_time(
