@@ -60,7 +60,37 @@ def algorithm_param(declaration: dict[str, Any], value: Any) -> Param:
                 schema[keyword] = declaration[bound]
     if kind == "string":
         schema |= text_value_schema(declaration.get("max_length"))
-    return Param(value, description=declaration.get("description") or None, **schema)
+    return Param(value, description=parameter_description(declaration), **schema)
+
+
+def parameter_description(declaration: dict[str, Any]) -> str:
+    """What a parameter's field says under it in Airflow's form: its type, range or choices
+    and default ("int, 1 to 1000, default 40"), then the algorithm's words. Airflow's form sets
+    a number typed outside the range to the nearest bound, silently; the description is where
+    a user sees the range before that (Airflow's REST API and Octotrain's forms refuse)."""
+    kind = declaration.get("type", "string")
+    parts = [kind]
+    low, high = declaration.get("min"), declaration.get("max")
+    if low is not None and high is not None:
+        parts.append(f"{low:g} to {high:g}" if kind == "float" else f"{low} to {high}")
+    elif low is not None:
+        parts.append(f"at least {low}")
+    elif high is not None:
+        parts.append(f"at most {high}")
+    if kind == "enum":
+        parts.append("one of " + ", ".join(str(choice) for choice in declaration["choices"]))
+    if declaration.get("max_length") is not None:
+        parts.append(f"at most {declaration['max_length']} characters")
+    default = declaration.get("default")
+    parts.append(f"default {_shown(default)}" if default is not None else "no default")
+    words = declaration.get("description")
+    return ", ".join(parts) + (f". {words}" if words else "")
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def run_params(

@@ -277,3 +277,21 @@ def test_secrets_never_enter_the_params_airflow_shows_and_stores(
     with pytest.raises(ParamValidationError):
         dag.params.get_param("api_key").resolve("typed-in-airflow")
     assert "saved with the task" in dag.params.get_param("api_key").description
+
+
+def test_every_parameter_s_field_says_its_type_range_and_default() -> None:
+    """Airflow's form sets an out-of-range number to the bound without a word: the range must
+    be on the field before a user types."""
+    from dags.run_params import algorithm_param
+
+    epochs = algorithm_param(
+        {"name": "epochs", "type": "int", "min": 1, "max": 1000, "default": 40,
+         "description": "passes over the data"}, 60,
+    )  # fmt: skip
+    assert epochs.description == "int, 1 to 1000, default 40. passes over the data"
+    rate = algorithm_param({"name": "lr", "type": "float", "min": 0.0001, "default": 0.01}, None)
+    assert rate.description == "float, at least 0.0001, default 0.01"
+    choice = algorithm_param({"name": "opt", "type": "enum", "choices": ["sgd", "adam"]}, None)
+    assert choice.description == "enum, one of sgd, adam, no default"
+    flag = algorithm_param({"name": "amp", "type": "bool", "default": False}, None)
+    assert flag.description == "bool, default false"
