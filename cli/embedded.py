@@ -15,6 +15,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from cli.airflow_components import (
+    ComponentFailed,
+    ComponentWatch,
+    check_port_free,
+    with_own_bin_on_path,
+)
 from cli.airflow_env import ADMIN_USER, admin_password, airflow_environment, airflow_home
 from cli.demo import seed_demo
 from hooks.airflow_rest import TERMINAL_RUN_STATES, AirflowApiError, AirflowRestClient
@@ -41,7 +47,7 @@ def _wait_for(what: str, check: Callable[[], Any], timeout: float, log_hint: str
                 return result
         except (AirflowApiError, KeyError, ValueError) as error:
             last_error = error
-        time.sleep(2)
+        time.sleep(1)
     raise EmbeddedError(
         f"timed out after {timeout:.0f}s waiting for {what} ({last_error}); see {log_hint}"
     )
@@ -61,6 +67,10 @@ def bring_up(settings: Settings, *, port: int, echo: Callable[[str], None]) -> i
         + (f", created {', '.join(demo.created)}" if demo.created else ", reused")
     )
     password = admin_password(settings)
+    try:
+        check_port_free(port)
+    except ComponentFailed as error:
+        raise EmbeddedError(str(error)) from None
     # A SIGTERM (not only Ctrl-C) must also stop the Airflow processes started below.
     signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(143))
     log_path = airflow_home(settings) / "standalone.log"
@@ -68,13 +78,14 @@ def bring_up(settings: Settings, *, port: int, echo: Callable[[str], None]) -> i
     with log_path.open("ab") as airflow_log:
         airflow = subprocess.Popen(
             [str(sys.executable), "-m", "airflow", "standalone"],
-            env=airflow_environment(settings, port=port),
+            env=with_own_bin_on_path(airflow_environment(settings, port=port)),
             stdout=airflow_log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+    watch = ComponentWatch(airflow.pid, log_path)
     try:
-        return _run_demo(settings, demo.task_id, port, password, str(log_path), airflow, echo)
+        return _run_demo(settings, demo.task_id, port, password, watch, airflow, echo)
     finally:
         _stop(airflow, echo)
 
@@ -84,12 +95,13 @@ def _run_demo(
     task_id: int,
     port: int,
     password: str,
-    log_hint: str,
+    watch: ComponentWatch,
     airflow: subprocess.Popen[bytes],
     echo: Callable[[str], None],
 ) -> int:
     base_url = f"http://127.0.0.1:{port}"
     api = AirflowRestClient(base_url)
+    log_hint = str(watch.log)
 
     def alive(check: Callable[[], Any]) -> Callable[[], Any]:
         def guarded() -> Any:
@@ -97,6 +109,10 @@ def _run_demo(
                 raise EmbeddedError(
                     f"Airflow exited with status {airflow.returncode}; see {log_hint}"
                 )
+            try:
+                watch.check()
+            except ComponentFailed as error:
+                raise EmbeddedError(str(error)) from None
             return check()
 
         return guarded
