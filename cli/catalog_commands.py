@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 from sqlalchemy.orm import Session
 
+from cli.lazy_commands import help_of
 from cli.output import FileOption, JsonOption, load_document, reported, show, show_list
 from cli.session import catalog_session, cli_scope
 from hooks.airflow_rest import AirflowApiError, AirflowRestClient
@@ -62,7 +63,7 @@ def files_of(path: Path) -> dict[str, Path]:
 
 # ---- projects -------------------------------------------------------------------------------
 
-projects_app = typer.Typer(help="Projects and their members.", no_args_is_help=True)
+projects_app = typer.Typer(help=help_of("project"), no_args_is_help=True)
 members_app = typer.Typer(help="Project members (Airflow user names).", no_args_is_help=True)
 projects_app.add_typer(members_app, name="member")
 
@@ -257,7 +258,7 @@ def delete_dataset_version(
 
 # ---- data caches ----------------------------------------------------------------------------
 
-caches_app = typer.Typer(help="Data caches: pre-staged copies of dataset versions.")
+caches_app = typer.Typer(help=help_of("cache"))
 CACHE_COLUMNS = ["name", "dataset", "version", "status", "expires_at", "size_bytes"]
 
 

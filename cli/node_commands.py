@@ -8,12 +8,13 @@ from typing import Annotated
 
 import typer
 
+from cli.lazy_commands import help_of
 from hooks.node_cache import NodeCache
 from hooks.object_store import default_object_store
 from hooks.pod_node import NodeSync, stage_pod_node
 from octotrain.settings import get_settings
 
-nodes_app = typer.Typer(help="What runs inside a training pod beside the training.")
+nodes_app = typer.Typer(help=help_of("node"))
 Node = Annotated[str, typer.Option(help="The node index: single-0, distributed-N.")]
 Work = Annotated[Path, typer.Option(help="The node's work folder.")]
 GIB = 1024**3

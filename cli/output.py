@@ -17,8 +17,7 @@ from typing import Annotated, Any
 import typer
 import yaml
 from pydantic import BaseModel
-from rich.console import Console
-from rich.table import Table
+from rich.cells import cell_len
 from sqlalchemy.exc import DBAPIError
 
 from hooks.airflow_rest import AirflowApiError
@@ -40,7 +39,6 @@ FileOption = Annotated[
     typer.Option("--file", "-f", help="YAML or JSON document ('-' for standard input)."),
 ]
 FAILED = 1
-UNCUT_WIDTH = 10_000
 
 
 class DocumentFileError(ValueError):
@@ -84,13 +82,24 @@ def show_list(
     if as_json:
         typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
         return
-    table = Table(title=title or None, show_edge=False, header_style="bold")
-    for column in columns:
-        table.add_column(column.upper().replace("_", " "))
-    for row in rows:
-        table.add_row(*(_cell(row.get(column)) for column in columns))
-    # Piped output is for scripts and files: never cut a cell to a terminal's width.
-    Console(soft_wrap=False, width=None if sys.stdout.isatty() else UNCUT_WIDTH).print(table)
+    lines = [[column.upper().replace("_", " ") for column in columns]]
+    lines += [[_cell(row.get(column)) for column in columns] for row in rows]
+    if title:
+        typer.echo(title)
+    typer.echo(aligned(lines))
+
+
+def aligned(lines: list[list[str]]) -> str:
+    """Rows in columns as ``kubectl get`` prints them: each column as wide as its widest cell
+    (CJK characters count two), three spaces between, nothing cut, whatever the terminal's
+    width. A table widget laid 1,000 rows out in over a second."""
+    widths = [max(cell_len(line[index]) for line in lines) for index in range(len(lines[0]))]
+    return "\n".join(
+        "   ".join(
+            cell + " " * (width - cell_len(cell)) for cell, width in zip(line, widths, strict=True)
+        ).rstrip()
+        for line in lines
+    )
 
 
 def _cell(value: Any) -> str:

@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from cli.lazy_commands import help_of
+from cli.log_commands import task_logs
 from cli.output import FileOption, JsonOption, load_document, reported, show, show_list
 from cli.run_option import RUN_HELP, run_named
 from cli.session import catalog_session, cli_scope
@@ -30,7 +32,7 @@ from octotrain.secrets import held_apart
 from octotrain.settings import get_settings
 from octotrain.tasks import Tasks
 
-tasks_app = typer.Typer(help="Training tasks.", no_args_is_help=True)
+tasks_app = typer.Typer(help=help_of("task"), no_args_is_help=True)
 TaskId = Annotated[int, typer.Argument(help="The training task ID.")]
 TASK_COLUMNS = ["id", "project", "name", "node_count", "priority", "resource_spec", "algorithm",
                 "model_repository", "last_run"]  # fmt: skip
@@ -264,3 +266,8 @@ def task_status(task_id: TaskId, as_json: JsonOption = False) -> None:
             return
         typer.echo(f"task {task.id} '{task.name}' of project {task.project} ({task.dag_id})")
         show_list(runs, RUN_COLUMNS, as_json=False)
+
+
+tasks_app.command("logs", help="A run's log files: list, print, follow (-f), search (--grep).")(
+    task_logs
+)
