@@ -15,6 +15,7 @@ test: sync test-machine ## lint, check the layering, run the whole test suite (S
 
 bench: sync ## the benchmarks of bench/, each printing ratios to a baseline of the same run
 	$(UV) run python -m bench.cli
+	$(UV) run python -m bench.lists
 	$(UV) run python -m bench.task_create
 	$(UV) run python -m bench.staging
 	$(UV) run python -m bench.checkpoint

@@ -12,16 +12,11 @@ from cli.log_commands import task_logs
 from cli.output import FileOption, JsonOption, load_document, reported, show, show_list
 from cli.run_option import RUN_HELP, run_named
 from cli.session import catalog_session, cli_scope
-from hooks.airflow_rest import (
-    TERMINAL_RUN_STATES,
-    AirflowApiError,
-    AirflowRestClient,
-    new_run_id,
-    wait_until,
-)
+from hooks.airflow_api_error import AirflowApiError
 from hooks.object_store import default_object_store
 from hooks.run_resume import why_not_resumed
 from hooks.run_stops import request_stop
+from octotrain.catalog.paging import every_item
 from octotrain.catalog.views import RunView, TaskView
 from octotrain.contracts import dag_id_for
 from octotrain.errors import Conflict, InvalidInput, InvalidTrigger
@@ -70,7 +65,9 @@ def list_tasks(
     as_json: JsonOption = False,
 ) -> None:
     with reported(as_json=as_json), catalog_session() as session:
-        views = [TaskView.of(task) for task in Tasks(session, cli_scope()).list(project)]
+        tasks = Tasks(session, cli_scope())
+        listed = every_item(lambda window: tasks.page(window, project=project))
+        views = [TaskView.of(task, last_run=run) for task, run in listed]
         if as_json:
             show_list(views, TASK_COLUMNS, as_json=True)
             return
@@ -116,6 +113,9 @@ def delete_task(task_id: TaskId, as_json: JsonOption = False) -> None:
 
 def _retire_over_rest(task_id: int, *, reason: str) -> None:
     """Tell Airflow, which may not be running: the DAG then goes at its next parse."""
+    # Imported here: the HTTP client only where a command talks to Airflow (bench.cli).
+    from hooks.airflow_rest import AirflowRestClient
+
     try:
         done = AirflowRestClient.from_settings(get_settings()).retire_dag(
             dag_id_for(task_id), reason=reason
@@ -174,6 +174,9 @@ def _trigger(
     queued, then trigger it through Airflow's REST API and show the run (its end, with
     ``wait``). Secret values are held apart from the conf Airflow keeps (``octotrain.secrets``),
     in the queued run; a trigger that fails removes it."""
+    # Imported here: the HTTP client only where a command talks to Airflow (bench.cli).
+    from hooks.airflow_rest import TERMINAL_RUN_STATES, AirflowRestClient, new_run_id, wait_until
+
     dag_id = dag_id_for(task_id)
     run_id = new_run_id()
     conf, held = held_apart(settings_of_run)
@@ -243,6 +246,9 @@ def stop_task_run(
 def _note_over_rest(task_id: int, run_id: str, *, note: str) -> bool:
     """Put the stop's note on the run in Airflow, which may not be reachable from here: the
     run stops all the same (the flag is up), only Airflow's page of it does not say why."""
+    # Imported here: the HTTP client only where a command talks to Airflow (bench.cli).
+    from hooks.airflow_rest import AirflowRestClient
+
     try:
         AirflowRestClient.from_settings(get_settings()).add_run_note(
             dag_id_for(task_id), run_id, note=note

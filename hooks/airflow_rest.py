@@ -13,6 +13,8 @@ from typing import Any
 
 import httpx
 
+# This client's error, kept apart so that catching it imports no HTTP client.
+from hooks.airflow_api_error import AirflowApiError as AirflowApiError
 from octotrain.abort_flags import appended_note
 from octotrain.settings import Settings
 
@@ -33,16 +35,6 @@ DATABASE_ERROR = "Database error"
 DATABASE_ERROR_FIRST_WAIT_SECONDS = 0.2
 DATABASE_ERROR_MAX_WAIT_SECONDS = 2.0
 DATABASE_ERROR_REPEAT_SECONDS = 60.0
-
-
-class AirflowApiError(RuntimeError):
-    """Airflow answered with an error (``status``, and Airflow's ``reason`` where it gives
-    one), or could not be reached (``status`` 0); the message says which."""
-
-    def __init__(self, message: str, *, status: int = 0, reason: str | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.reason = reason
 
 
 def embedded_password(settings: Settings) -> str | None:

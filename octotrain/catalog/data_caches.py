@@ -14,13 +14,14 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import timedelta
 
-from sqlalchemy import select
+from sqlalchemy import Select, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from octotrain.catalog.access import Scope
 from octotrain.catalog.documents import CacheRefreshDocument, DataCacheDocument
 from octotrain.catalog.models import CacheStatus, DataCache, Dataset, DatasetVersion, utcnow
+from octotrain.catalog.paging import Page, Window, paged
 from octotrain.catalog.references import References
 from octotrain.catalog.transactions import on_commit, on_rollback
 from octotrain.catalog.views import DataCacheView
@@ -44,12 +45,14 @@ class DataCaches:
         self.store = store
 
     def list(self, project: str) -> list[DataCache]:
+        return list(self.session.scalars(self._listed(project)))
+
+    def page(self, project: str, window: Window) -> Page[DataCache]:
+        return paged(self.session, self._listed(project), window)
+
+    def _listed(self, project: str) -> Select[tuple[DataCache]]:
         found = self.scope.project(self.session, project)
-        return list(
-            self.session.scalars(
-                select(DataCache).where(DataCache.project_id == found.id).order_by(DataCache.name)
-            )
-        )
+        return select(DataCache).where(DataCache.project_id == found.id).order_by(DataCache.name)
 
     def get(self, project: str, name: str) -> DataCache:
         found = self.scope.project(self.session, project)

@@ -10,12 +10,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy.orm import Session
+from sqlalchemy import select
+from sqlalchemy.orm import Session, selectinload
 
 from octotrain.catalog.access import Scope
 from octotrain.catalog.documents import DatasetVersionDocument
 from octotrain.catalog.models import Dataset, DatasetVersion, DatasetVersionStatus
 from octotrain.catalog.named_objects import Datasets
+from octotrain.catalog.paging import Page, Window, paged
 from octotrain.catalog.references import References
 from octotrain.catalog.transactions import on_commit
 from octotrain.catalog.uploads import add_with_objects, check_files, upload_files
@@ -47,6 +49,18 @@ class DatasetVersions:
 
     def list(self, project: str, dataset: str) -> list[DatasetVersion]:
         return list(self.datasets.get(project, dataset).versions)
+
+    def page(self, project: str, dataset: str, window: Window) -> Page[DatasetVersion]:
+        """One page of a dataset's versions, oldest first (as ``list``)."""
+        found = self.datasets.get(project, dataset)
+        query = (
+            select(DatasetVersion)
+            .where(DatasetVersion.dataset_id == found.id)
+            .order_by(DatasetVersion.id)
+            # what a version's view reads, for the whole page at once (not a query a row)
+            .options(selectinload(DatasetVersion.produced))
+        )
+        return paged(self.session, query, window)
 
     def get(self, project: str, dataset: str, version: str) -> DatasetVersion:
         found = self.datasets.get(project, dataset)

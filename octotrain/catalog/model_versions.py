@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, selectinload
 
 from octotrain.catalog.access import Scope
 from octotrain.catalog.documents import ModelImportDocument
@@ -23,6 +23,7 @@ from octotrain.catalog.models import (
     ModelVersionStatus,
 )
 from octotrain.catalog.named_objects import ModelRepositories
+from octotrain.catalog.paging import Page, Window, paged
 from octotrain.catalog.references import References
 from octotrain.catalog.transactions import on_commit
 from octotrain.catalog.uploads import add_with_objects, check_files, upload_files
@@ -48,6 +49,18 @@ class ModelVersions:
 
     def list(self, project: str, repository: str) -> list[ModelVersion]:
         return list(self.repositories.get(project, repository).versions)
+
+    def page(self, project: str, repository: str, window: Window) -> Page[ModelVersion]:
+        """One page of a repository's versions, by number (as ``list``)."""
+        found = self.repositories.get(project, repository)
+        query = (
+            select(ModelVersion)
+            .where(ModelVersion.repository_id == found.id)
+            .order_by(ModelVersion.version)
+            # what a version's view reads, for the whole page at once (not a query a row)
+            .options(selectinload(ModelVersion.inputs), selectinload(ModelVersion.produced))
+        )
+        return paged(self.session, query, window)
 
     def get(self, project: str, repository: str, version: int) -> ModelVersion:
         found = self.repositories.get(project, repository)

@@ -20,6 +20,7 @@ from sqlalchemy import (
     Enum,
     Float,
     ForeignKey,
+    Index,
     Integer,
     MetaData,
     String,
@@ -236,7 +237,12 @@ class Dataset(Base):
 
 class DatasetVersion(StoredFiles, Base):
     __tablename__ = "dataset_versions"
-    __table_args__ = (UniqueConstraint("dataset_id", "version"), NEVER_REUSED_IDS)
+    __table_args__ = (
+        UniqueConstraint("dataset_id", "version"),
+        # A dataset's versions in the order they were made, a page of them.
+        Index("ix_dataset_versions_dataset_id_id", "dataset_id", "id"),
+        NEVER_REUSED_IDS,
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="RESTRICT"))
@@ -418,7 +424,12 @@ class Run(Base):
     """One Airflow DAG run of a training task, as Octotrain sees it."""
 
     __tablename__ = "runs"
-    __table_args__ = (UniqueConstraint("task_id", "airflow_run_id"), NEVER_REUSED_IDS)
+    __table_args__ = (
+        UniqueConstraint("task_id", "airflow_run_id"),
+        # A task's runs newest first, a page of them, their count (octotrain.catalog.paging).
+        Index("ix_runs_task_id_id", "task_id", "id"),
+        NEVER_REUSED_IDS,
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     task_id: Mapped[int] = mapped_column(ForeignKey("training_tasks.id", ondelete="CASCADE"))

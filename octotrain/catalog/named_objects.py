@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
-from sqlalchemy import select
+from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
 from octotrain.catalog.access import Scope
@@ -32,6 +32,7 @@ from octotrain.catalog.models import (
     Project,
     ResourceSpec,
 )
+from octotrain.catalog.paging import Page, Window, paged
 from octotrain.catalog.references import References
 from octotrain.catalog.transactions import on_commit
 from octotrain.documents import judge_document
@@ -58,13 +59,17 @@ class NamedObjects(Generic[RowT]):
         self.scope = scope
 
     def list(self, project: str) -> list[RowT]:
+        return list(self.session.scalars(self._listed(project)))
+
+    def page(self, project: str, window: Window) -> Page[RowT]:
+        return paged(self.session, self._listed(project), window)
+
+    def _listed(self, project: str) -> Select[Any]:
         found = self.scope.project(self.session, project)
-        return list(
-            self.session.scalars(
-                select(self.row_type)
-                .where(self.row_type.project_id == found.id)
-                .order_by(self.row_type.name)
-            )
+        return (
+            select(self.row_type)
+            .where(self.row_type.project_id == found.id)
+            .order_by(self.row_type.name)
         )
 
     def get(self, project: str, name: str) -> RowT:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from octotrain.catalog.access import Scope
@@ -21,6 +21,7 @@ from octotrain.catalog.models import (
     TrainingTask,
 )
 from octotrain.catalog.named_objects import current_document
+from octotrain.catalog.paging import Page, Window, paged
 from octotrain.catalog.references import References
 from octotrain.documents import judge_document, parse_document
 from octotrain.errors import FieldProblem, InvalidInput, NotFound, StillReferenced
@@ -42,11 +43,13 @@ class Projects:
         self.scope = scope
 
     def list(self) -> list[Project]:
-        return list(
-            self.session.scalars(
-                select(Project).where(self.scope.visible_projects()).order_by(Project.name)
-            )
-        )
+        return list(self.session.scalars(self._listed()))
+
+    def page(self, window: Window) -> Page[Project]:
+        return paged(self.session, self._listed(), window)
+
+    def _listed(self) -> Select[tuple[Project]]:
+        return select(Project).where(self.scope.visible_projects()).order_by(Project.name)
 
     def get(self, name: str) -> Project:
         return self.scope.project(self.session, name)

@@ -30,6 +30,13 @@ from octotrain.contracts import dag_id_for
 from octotrain.schedules import next_fire
 
 
+class Unread:
+    """Not read yet: the last run of a task that a list did not read with it."""
+
+
+UNREAD = Unread()
+
+
 class View(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -321,8 +328,12 @@ class TaskView(View):
     last_run: RunView | None
 
     @classmethod
-    def of(cls, row: TrainingTask) -> TaskView:
+    def of(cls, row: TrainingTask, *, last_run: Run | Unread | None = UNREAD) -> TaskView:
+        """The view of ``row``; ``last_run`` when a list read it with the task (else the task's
+        runs are read for it)."""
         spec = row.document
+        if isinstance(last_run, Unread):
+            last_run = row.runs[-1] if row.runs else None
         return cls(
             id=row.id,
             project=row.project.name,
@@ -341,5 +352,5 @@ class TaskView(View):
             document=row.spec,
             created_at=as_utc(row.created_at),
             updated_at=as_utc(row.updated_at),
-            last_run=RunView.of(row.runs[-1]) if row.runs else None,
+            last_run=RunView.of(last_run) if last_run is not None else None,
         )

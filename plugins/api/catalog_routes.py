@@ -52,6 +52,7 @@ from octotrain.catalog.views import (
 from octotrain.task_spec import MAX_VERSION_NUMBER
 from plugins.api.auth import CurrentScope
 from plugins.api.bodies import json_body
+from plugins.api.paging import CurrentWindow, collection_of
 from plugins.api.uploads import saved_uploads
 
 # Path parameters: longer or stranger names than the catalog allows cannot exist, so they
@@ -77,10 +78,21 @@ def _store_services(factory: Callable[..., Any]) -> Callable[[Session, Scope], A
 # ---- projects ------------------------------------------------------------------------------
 
 
-@router.get("/projects", tags=["projects"], summary="The projects you are a member of")
-def list_projects(scope: CurrentScope) -> list[ProjectView]:
+ProjectCollection = collection_of("projects", ProjectView)
+
+
+@router.get(
+    "/projects",
+    tags=["projects"],
+    summary="The projects you are a member of",
+    response_model=ProjectCollection,
+)
+def list_projects(scope: CurrentScope, window: CurrentWindow) -> Any:
     with default_catalog().session() as session:
-        return [ProjectView.of(row) for row in Projects(session, scope).list()]
+        page = Projects(session, scope).page(window)
+        return ProjectCollection(
+            projects=[ProjectView.of(row) for row in page.items], total_entries=page.total
+        )
 
 
 @router.post(
@@ -160,9 +172,13 @@ def add_named_object_routes(
     slug = collection.replace("-", "_")
     base = f"/projects/{{project}}/{collection}"
 
-    def list_objects(project: ProjectName, scope: CurrentScope) -> Any:
+    listed = collection_of(slug, view)
+
+    def list_objects(project: ProjectName, scope: CurrentScope, window: CurrentWindow) -> Any:
         with default_catalog().session() as session:
-            return [view.of(row) for row in service(session, scope).list(project)]
+            page = service(session, scope).page(project, window)
+            return listed(**{slug: [view.of(row) for row in page.items]},
+                          total_entries=page.total)  # fmt: skip
 
     def create_object(project: ProjectName, scope: CurrentScope, body: Document) -> Any:
         with default_catalog().session() as session:
@@ -184,7 +200,7 @@ def add_named_object_routes(
         return Response(status_code=204)
 
     routes: list[tuple[str, Callable[..., Any], str, dict[str, Any]]] = [
-        (base, list_objects, "GET", {"response_model": list[view], "name": f"list_{slug}",
+        (base, list_objects, "GET", {"response_model": listed, "name": f"list_{slug}",
          "summary": f"List the project's {collection.replace('-', ' ')}"}),
         (base, create_object, "POST", {"response_model": view, "status_code": 201,
          "name": f"create_{slug}", "summary": f"Create a {kind}",
@@ -240,14 +256,24 @@ def _versions(session: Session, scope: Scope) -> DatasetVersions:
     return DatasetVersions(session, scope, default_object_store())
 
 
-@router.get(DATASET_VERSIONS, tags=["datasets"], summary="The versions of a dataset")
+DatasetVersionCollection = collection_of("dataset_versions", DatasetVersionView)
+
+
+@router.get(
+    DATASET_VERSIONS,
+    tags=["datasets"],
+    summary="The versions of a dataset",
+    response_model=DatasetVersionCollection,
+)
 def list_dataset_versions(
-    project: ProjectName, dataset: ObjectName, scope: CurrentScope
-) -> list[DatasetVersionView]:
+    project: ProjectName, dataset: ObjectName, scope: CurrentScope, window: CurrentWindow
+) -> Any:
     with default_catalog().session() as session:
-        return [
-            DatasetVersionView.of(row) for row in _versions(session, scope).list(project, dataset)
-        ]
+        page = _versions(session, scope).page(project, dataset, window)
+        return DatasetVersionCollection(
+            dataset_versions=[DatasetVersionView.of(row) for row in page.items],
+            total_entries=page.total,
+        )
 
 
 @router.post(
@@ -314,10 +340,18 @@ def _caches(session: Session, scope: Scope) -> DataCaches:
     return DataCaches(session, scope, default_object_store())
 
 
-@router.get(CACHES, tags=["caches"], summary="The data caches of a project")
-def list_caches(project: ProjectName, scope: CurrentScope) -> list[DataCacheView]:
+CacheCollection = collection_of("caches", DataCacheView)
+
+
+@router.get(
+    CACHES, tags=["caches"], summary="The data caches of a project", response_model=CacheCollection
+)
+def list_caches(project: ProjectName, scope: CurrentScope, window: CurrentWindow) -> Any:
     with default_catalog().session() as session:
-        return [DataCacheView.of(row) for row in _caches(session, scope).list(project)]
+        page = _caches(session, scope).page(project, window)
+        return CacheCollection(
+            caches=[DataCacheView.of(row) for row in page.items], total_entries=page.total
+        )
 
 
 @router.post(
@@ -372,14 +406,24 @@ def _models(session: Session, scope: Scope) -> ModelVersions:
     return ModelVersions(session, scope, default_object_store())
 
 
-@router.get(MODEL_VERSIONS, tags=["model-repositories"], summary="The versions of a repository")
+ModelVersionCollection = collection_of("model_versions", ModelVersionView)
+
+
+@router.get(
+    MODEL_VERSIONS,
+    tags=["model-repositories"],
+    summary="The versions of a repository",
+    response_model=ModelVersionCollection,
+)
 def list_model_versions(
-    project: ProjectName, repository: ObjectName, scope: CurrentScope
-) -> list[ModelVersionView]:
+    project: ProjectName, repository: ObjectName, scope: CurrentScope, window: CurrentWindow
+) -> Any:
     with default_catalog().session() as session:
-        return [
-            ModelVersionView.of(row) for row in _models(session, scope).list(project, repository)
-        ]
+        page = _models(session, scope).page(project, repository, window)
+        return ModelVersionCollection(
+            model_versions=[ModelVersionView.of(row) for row in page.items],
+            total_entries=page.total,
+        )
 
 
 @router.post(

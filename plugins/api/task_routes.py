@@ -9,7 +9,8 @@ once, so the DAG follows within seconds."""
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Any
+from enum import StrEnum
+from typing import Annotated, Any, Literal
 
 from airflow.api_fastapi.auth.managers.models.base_user import BaseUser
 from airflow.api_fastapi.core_api.security import get_user
@@ -25,7 +26,7 @@ from hooks.run_resume import why_not_resumed
 from hooks.run_stops import request_stop
 from octotrain.catalog.access import Scope
 from octotrain.catalog.documents import TaskCopyDocument
-from octotrain.catalog.last_run_status import LastRunStatus, last_run_status
+from octotrain.catalog.last_run_status import LastRunStatus
 from octotrain.catalog.models import TrainingTask
 from octotrain.catalog.views import RunView, TaskView
 from octotrain.contracts import dag_id_for
@@ -35,9 +36,10 @@ from octotrain.run_lifecycle import find_run, forget_trigger, record_triggered
 from octotrain.run_settings import RESUME_SETTING
 from octotrain.secrets import held_apart
 from octotrain.task_spec import MAX_VERSION_NUMBER, TaskSpec
-from octotrain.tasks import Tasks
+from octotrain.tasks import TASK_SORTS, Tasks
 from plugins.api.auth import CurrentScope
 from plugins.api.bodies import json_body
+from plugins.api.paging import CurrentWindow, collection_of
 
 TaskId = Annotated[int, Path(ge=1, le=MAX_VERSION_NUMBER)]
 RunId = Annotated[int, Path(ge=1, le=MAX_VERSION_NUMBER)]
@@ -56,22 +58,44 @@ class TaskCheckView(BaseModel):
     env: dict[str, str]
 
 
-@router.get("/tasks", summary="Training tasks of your projects, with their last run")
+TaskCollection = collection_of("tasks", TaskView)
+RunCollection = collection_of("runs", RunView)
+# The ``order_by`` values of the task list: a column, ``-`` in front for descending.
+TaskOrder = StrEnum(  # type: ignore[misc]
+    "TaskOrder",
+    {
+        f"{key}{way}": f"{sign}{key}"
+        for key in TASK_SORTS
+        for way, sign in (("", ""), ("_descending", "-"))
+    },
+)
+BY_ID = TaskOrder("id")
+
+
+@router.get(
+    "/tasks",
+    summary="Training tasks of your projects, with their last run",
+    response_model=TaskCollection,
+)
 def list_tasks(
     scope: CurrentScope,
+    window: CurrentWindow,
     project: Annotated[
         str | None, Query(min_length=1, max_length=64, pattern=r"^[^\x00-\x1f]+$")
     ] = None,
     status: Annotated[
         LastRunStatus | None, Query(description="the last run's state, or never")
     ] = None,
-) -> list[TaskView]:
+    order_by: Annotated[
+        TaskOrder, Query(description="a column, - in front for descending, as Airflow's")
+    ] = BY_ID,
+) -> Any:
     with default_catalog().session() as session:
-        return [
-            TaskView.of(task)
-            for task in Tasks(session, scope).list(project)
-            if status is None or last_run_status(task) == status
-        ]
+        page = Tasks(session, scope).page(
+            window, project=project, status=status, sort=str(order_by)
+        )
+        tasks = [TaskView.of(task, last_run=run) for task, run in page.items]
+        return TaskCollection(tasks=tasks, total_entries=page.total)
 
 
 @router.post(
@@ -148,10 +172,26 @@ def delete_task(task_id: TaskId, scope: CurrentScope) -> Response:
     return Response(status_code=204)
 
 
-@router.get("/tasks/{task_id}/runs", summary="The runs of one training task")
-def list_runs(task_id: TaskId, scope: CurrentScope) -> list[RunView]:
+@router.get(
+    "/tasks/{task_id}/runs", summary="The runs of one training task", response_model=RunCollection
+)
+def list_runs(
+    task_id: TaskId,
+    scope: CurrentScope,
+    window: CurrentWindow,
+    order_by: Annotated[
+        Literal["id", "-id"], Query(description="id: in the order they started; -id: newest first")
+    ] = "id",
+) -> Any:
     with default_catalog().session() as session:
-        return [RunView.of(run) for run in Tasks(session, scope).runs(task_id)]
+        page = Tasks(session, scope).runs_page(task_id, window, newest_first=order_by == "-id")
+        return RunCollection(runs=[RunView.of(run) for run in page.items], total_entries=page.total)
+
+
+@router.get("/tasks/{task_id}/runs/{run_id}", summary="One run of a training task")
+def get_run(task_id: TaskId, run_id: RunId, scope: CurrentScope) -> RunView:
+    with default_catalog().session() as session:
+        return RunView.of(Tasks(session, scope).run(task_id, run_id))
 
 
 class RunRequest(BaseModel):

@@ -28,8 +28,9 @@ from pydantic import BeforeValidator
 
 from hooks.catalog import default_catalog
 from octotrain.catalog.access import Scope
-from octotrain.catalog.last_run_status import LastRunStatus, last_run_status
-from octotrain.catalog.models import RunState
+from octotrain.catalog.last_run_status import LastRunStatus
+from octotrain.catalog.models import Run, RunState, TrainingTask
+from octotrain.catalog.paging import Page as ListedPage
 from octotrain.catalog.projects import Projects
 from octotrain.catalog.views import RunView, TaskView
 from octotrain.contracts import task_id_from_dag_id
@@ -51,9 +52,10 @@ from plugins.ui.task_list import (
     ListQuery,
     PageSize,
     TaskSort,
+    page_count,
+    page_from,
     page_links,
-    page_of,
-    sorted_tasks,
+    window_of,
 )
 from plugins.ui.task_shown import shown_task_document
 
@@ -215,21 +217,26 @@ def tasks_page(
     base = f"{request.scope.get('root_path', '')}/ui/tasks"
     view = ListQuery(base, q, status, sort.value, page, per_page.value)
     with default_catalog().session() as session:
-        matching = [
-            task
-            for task in Tasks(session, scope).list()
-            if q.casefold() in task.name.casefold() and status in (None, last_run_status(task))
-        ]
-        # grouped by project (a stable sort: each project's tasks keep the chosen order)
-        ordered = sorted(sorted_tasks(matching, view.sort), key=lambda task: task.project.name)
-        shown = page_of(ordered, page, per_page.value)
-        tasks = [
-            (TaskView.of(task), [RunView.of(run) for run in reversed(task.runs[-RECENT_RUNS:])],
-             len(task.runs))
-            for task in shown.tasks
+        tasks = Tasks(session, scope)
+
+        def read(number: int) -> ListedPage[tuple[TrainingTask, Run | None]]:
+            return tasks.page(window_of(number, per_page.value), status=status, name_contains=q,
+                              sort=view.sort, by_project=True)  # fmt: skip
+
+        listed = read(page)
+        number = min(page, page_count(listed.total, per_page.value))
+        if number != page:  # past the end (the list shrank since the link was made): the last
+            listed = read(number)
+        shown = page_from(listed, number, per_page.value)
+        ids = [task.id for task, _ in shown.tasks]
+        recent, counts = tasks.recent_runs(ids, count=RECENT_RUNS), tasks.run_counts(ids)
+        rows = [
+            (TaskView.of(task, last_run=last), [RunView.of(run) for run in recent[task.id]],
+             counts[task.id])
+            for task, last in shown.tasks
         ]  # fmt: skip
         projects = [project.name for project in Projects(session, scope).list()]
-    groups = [(name, [item for item in tasks if item[0].project == name]) for name in projects]
+    groups = [(name, [item for item in rows if item[0].project == name]) for name in projects]
     return render("tasks.html", request, groups=groups, status=status, q=q, states=RUN_STATES,
                    view=view, page=shown, page_links=page_links(shown.number, shown.count),
                    page_sizes=PAGE_SIZES)  # fmt: skip

@@ -11,13 +11,14 @@ URL the browser's history and Airflow's address bar keep:
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
-from octotrain.catalog.models import TrainingTask
+from octotrain.catalog.models import Run, TrainingTask
+from octotrain.catalog.paging import Page as ListedPage
+from octotrain.catalog.paging import Window
+from octotrain.tasks import TASK_SORTS
 
 PAGE_SIZES = (10, 25, 50, 100)
 DEFAULT_PAGE_SIZE = 50
@@ -29,25 +30,12 @@ MAX_PAGE = 2**31 - 1
 FIRST_DIRECTION_DESCENDING = {"last_run", "created", "updated", "priority"}
 
 
-def _last_run_start(task: TrainingTask) -> datetime | None:
-    return task.runs[-1].started_at if task.runs else None
-
-
-SORT_KEYS: dict[str, Callable[[TrainingTask], Any]] = {
-    "name": lambda task: task.name.casefold(),
-    "id": lambda task: task.id,
-    "last_run": _last_run_start,
-    "created": lambda task: task.created_at,
-    "updated": lambda task: task.updated_at,
-    "priority": lambda task: task.document.priority,
-}
-
 # Every accepted ``sort`` value, so that a bad one is refused naming them all.
 TaskSort = enum.StrEnum(
     "TaskSort",
     {
         f"{key}_{way}": f"{sign}{key}"
-        for key in SORT_KEYS
+        for key in TASK_SORTS
         for way, sign in (("ascending", ""), ("descending", "-"))
     },
 )
@@ -55,16 +43,6 @@ PageSize = enum.IntEnum("PageSize", {f"rows_{size}": size for size in PAGE_SIZES
 # The defaults as the route's parameters take them.
 SORT_BY_ID = TaskSort(DEFAULT_SORT)
 FIFTY_PER_PAGE = PageSize(DEFAULT_PAGE_SIZE)
-
-
-def sorted_tasks(tasks: Sequence[TrainingTask], sort: str) -> list[TrainingTask]:
-    """``tasks`` by ``sort``; tasks without the value (never run, for ``last_run``) come last
-    either way, ties by id."""
-    key = SORT_KEYS[sort.removeprefix("-")]
-    with_value = [task for task in tasks if key(task) is not None]
-    without = [task for task in tasks if key(task) is None]
-    ordered = sorted(with_value, key=lambda task: (key(task), task.id), reverse=sort[0] == "-")
-    return ordered + sorted(without, key=lambda task: task.id)
 
 
 @dataclass(frozen=True)
@@ -107,7 +85,7 @@ class ListQuery:
 class Page:
     """The tasks of one page of the sorted list, and where it lies in the whole."""
 
-    tasks: list[TrainingTask]
+    tasks: list[tuple[TrainingTask, Run | None]]  # each with its last run
     number: int  # from 1
     count: int  # pages in all, at least 1
     total: int  # tasks in all
@@ -115,15 +93,22 @@ class Page:
     last: int
 
 
-def page_of(tasks: Sequence[TrainingTask], page: int, per_page: int) -> Page:
-    """Page ``page`` of ``tasks``; a page past the end (the list shrank since the link was
-    made) is the last one."""
-    count = max(1, -(-len(tasks) // per_page))
-    number = min(page, count)
+def page_count(total: int, per_page: int) -> int:
+    return max(1, -(-total // per_page))
+
+
+def window_of(page: int, per_page: int) -> Window:
+    """The rows of page ``page`` (from 1)."""
+    return Window(limit=per_page, offset=(page - 1) * per_page)
+
+
+def page_from(listed: ListedPage[tuple[TrainingTask, Run | None]], number: int,
+              per_page: int) -> Page:  # fmt: skip
+    """Page ``number`` as the list shows it."""
     start = (number - 1) * per_page
-    shown = list(tasks[start : start + per_page])
-    first = start + 1 if shown else 0
-    return Page(shown, number, count, len(tasks), first, start + len(shown))
+    first = start + 1 if listed.items else 0
+    count = page_count(listed.total, per_page)
+    return Page(listed.items, number, count, listed.total, first, start + len(listed.items))
 
 
 def page_links(number: int, count: int, around: int = 2) -> list[int | None]:

@@ -171,7 +171,7 @@ def celery_run(
         )
         server.wait_until("both Celery workers", lambda: len(ping_workers(key_prefix)) == 2)
         versions_path = "/projects/demo/model-repositories/house-price-model/versions"
-        versions_before = len(plugin.get(versions_path).json())
+        versions_before = plugin.get(versions_path).json()["total_entries"]
         started = plugin.post(f"/tasks/{task_id}/runs", json={"request_id": REQUEST_ID})
         assert started.status_code == 201, started.text
         dag_run_id = started.json()["dag_run_id"]
@@ -224,7 +224,7 @@ def test_the_four_nodes_ran_at_once_spread_over_both_workers(celery_run: CeleryR
     # Each worker runs two task instances at most: the four met, so each worker ran two.
     hosts = [ti["hostname"].split("@")[0] for ti in launches]
     assert sorted(hosts) == ["w1", "w1", "w2", "w2"], hosts
-    run = celery_run.plugin.get(f"/tasks/{celery_run.task_id}/runs").json()
+    run = celery_run.plugin.get(f"/tasks/{celery_run.task_id}/runs").json()["runs"]
     assert [(r["id"], r["state"]) for r in run] == [(celery_run.catalog_run_id, "success")]
 
 
@@ -251,9 +251,9 @@ def test_every_log_file_and_metric_point_is_collected_once(
 
 def test_exactly_one_model_version_is_archived_from_all_nodes(celery_run: CeleryRun) -> None:
     path = "/projects/demo/model-repositories/house-price-model/versions"
-    versions = celery_run.plugin.get(path).json()
+    versions = celery_run.plugin.get(path).json()["model_versions"]
     assert len(versions) == celery_run.versions_before + 1
-    [run] = celery_run.plugin.get(f"/tasks/{celery_run.task_id}/runs").json()
+    [run] = celery_run.plugin.get(f"/tasks/{celery_run.task_id}/runs").json()["runs"]
     assert run["model_version"] == max(version["version"] for version in versions)
     key = run_key(celery_run.dag_run_id)
     prefix = f"models/demo/house-price-model/runs/{celery_run.task_id}-{key}"

@@ -146,3 +146,52 @@ def test_the_run_to_stop_is_the_one_named_or_else_the_latest_active(rule_session
         tasks.run_to_stop(task.id, airflow_run_id="manual__9")
     with pytest.raises(NotFound):
         Tasks(rule_session, OUTSIDER).run_to_stop(task.id)
+
+
+def test_a_page_of_tasks_is_read_in_the_database_with_each_last_run(
+    rule_session: Session,
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from octotrain.catalog.paging import Window
+
+    tasks = Tasks(rule_session, ADMIN)
+    made = [tasks.create(VALID_TASK | {"name": f"paged-{n}", "priority": n}) for n in range(5)]
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    for number, (task, state) in enumerate(
+        [(made[1], RunState.FAILED), (made[1], RunState.SUCCESS), (made[3], RunState.FAILED)]
+    ):
+        rule_session.add(Run(task=task, airflow_run_id=f"r{number}", state=state, node_count=1,
+                             started_at=start + timedelta(hours=number)))  # fmt: skip
+    rule_session.flush()
+    everything = tasks.page(Window(limit=1000))
+    assert everything.total == len(everything.items) >= 5
+    page = tasks.page(Window(limit=2, offset=1), name_contains="PAGED-")
+    assert page.total == 5 and [task.name for task, _ in page.items] == ["paged-1", "paged-2"]
+    assert [run.airflow_run_id if run else None for _, run in page.items] == ["r1", None]
+    never = tasks.page(Window(), name_contains="paged-", status="never")
+    assert [task.name for task, _ in never.items] == ["paged-0", "paged-2", "paged-4"]
+    failed = tasks.page(Window(), name_contains="paged-", status="failed")
+    assert [task.name for task, _ in failed.items] == ["paged-3"]  # paged-1 succeeded last
+    latest = tasks.page(Window(limit=3), name_contains="paged-", sort="-last_run")
+    assert [task.name for task, _ in latest.items] == ["paged-3", "paged-1", "paged-0"]
+    highest = tasks.page(Window(limit=1), name_contains="paged-", sort="-priority")
+    assert highest.items[0][0].name == "paged-4"
+    ids = [task.id for task in made]
+    assert [run.airflow_run_id for run in tasks.recent_runs(ids, count=1)[made[1].id]] == ["r1"]
+    assert tasks.run_counts(ids)[made[1].id] == 2 and tasks.run_counts(ids)[made[0].id] == 0
+
+
+@pytest.mark.parametrize(
+    ("limit", "offset", "field"),
+    [(0, 0, "limit"), (1001, 0, "limit"), (1, -1, "offset"), (1, 2**31, "offset")],
+)
+def test_a_window_outside_its_bounds_is_refused_naming_it(
+    limit: int, offset: int, field: str
+) -> None:
+    from octotrain.catalog.paging import Window
+    from octotrain.errors import InvalidQuery
+
+    with pytest.raises(InvalidQuery) as refused:
+        Window(limit=limit, offset=offset)
+    assert refused.value.problems[0].field == field

@@ -79,9 +79,9 @@ def test_the_api_server_serves_the_plugin_behind_airflows_login(
     seed(catalog_for(get_settings().catalog_url), default_object_store())
     projects = client.get("/octotrain/api/v1/projects", headers=alice)
     assert projects.status_code == 200, projects.text
-    assert [project["name"] for project in projects.json()] == ["demo"]
+    assert [project["name"] for project in projects.json()["projects"]] == ["demo"]
     bob = login(client, "bob", "bob-pw")
-    assert client.get("/octotrain/api/v1/projects", headers=bob).json() == []
+    assert client.get("/octotrain/api/v1/projects", headers=bob).json()["projects"] == []
     for document in ("/octotrain/openapi.json", "/octotrain/docs"):
         assert client.get(document).status_code == 401
     assert client.get("/octotrain/openapi.json", headers=bob).json()["info"]["title"] == "Octotrain"

@@ -11,7 +11,7 @@
   const FOLLOW_MS = 3000;
   const dagRun = `${page.dataset.airflow}/api/v2/dags/${encodeURIComponent(page.dataset.dag)}` +
     `/dagRuns/${encodeURIComponent(page.dataset.airflowRun)}`;
-  const catalogRun = `${page.dataset.root}/api/v1/tasks/${page.dataset.task}/runs`;
+  const catalogRun = `${page.dataset.root}/api/v1/tasks/${page.dataset.task}/runs/${page.dataset.run}`;
 
   function showDuration() {
     const shown = document.getElementById("run-duration");
@@ -78,9 +78,8 @@
     await Promise.all([showPhase(), showDagRun()]);
     if (page.dataset.active !== "true") return;
     try {
-      const runs = await getJson(catalogRun);
-      const now = runs.find((run) => String(run.id) === page.dataset.run);
-      if (now && now.state !== page.dataset.state) {
+      const now = await getJson(catalogRun);
+      if (now.state !== page.dataset.state) {
         window.location.reload();
         return;
       }

@@ -105,7 +105,8 @@
   async function showRuns() {
     let runs;
     try {
-      runs = (await getJson(`${api}/runs`)).slice().reverse();
+      // Newest first; the table holds the newest 1,000 (the task page links each run).
+      runs = (await getJson(`${api}/runs?order_by=-id&limit=1000`)).runs;
     } catch (error) {
       message(`Could not read the runs: ${error.message}`, true);
       return;

@@ -49,8 +49,9 @@ def test_a_forged_token_is_refused(api: Api) -> None:
 
 def test_members_see_their_project_and_nothing_of_others(api: Api) -> None:
     bob, carol = api.as_user("bob"), api.as_user("carol")
-    assert [p["name"] for p in api.client.get("/api/v1/projects", headers=bob).json()] == ["other"]
-    assert api.client.get("/api/v1/projects", headers=carol).json() == []
+    listed = api.client.get("/api/v1/projects", headers=bob).json()
+    assert [p["name"] for p in listed["projects"]] == ["other"] and listed["total_entries"] == 1
+    assert api.client.get("/api/v1/projects", headers=carol).json()["projects"] == []
     for path in (
         "/api/v1/projects/demo",
         "/api/v1/projects/demo/algorithms",
@@ -62,14 +63,14 @@ def test_members_see_their_project_and_nothing_of_others(api: Api) -> None:
         response = api.client.get(path, headers=bob)
         assert response.status_code == 404, path
         assert response.json()["detail"] == "project 'demo' not found"
-    demo_tasks = api.client.get("/api/v1/tasks", headers=api.as_user("alice")).json()
+    demo_tasks = api.client.get("/api/v1/tasks", headers=api.as_user("alice")).json()["tasks"]
     demo_task = next(task for task in demo_tasks if task["project"] == "demo")
     for method in ("GET", "PATCH", "DELETE"):
         response = api.client.request(
             method, f"/api/v1/tasks/{demo_task['id']}", headers=bob, json={}
         )
         assert response.status_code == 404, method
-    assert api.client.get("/api/v1/tasks", headers=bob).json() == []
+    assert api.client.get("/api/v1/tasks", headers=bob).json() == {"tasks": [], "total_entries": 0}
 
 
 def test_only_administrators_manage_projects(api: Api) -> None:

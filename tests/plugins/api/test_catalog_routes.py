@@ -159,7 +159,7 @@ def test_an_upload_with_an_escaping_path_writes_nothing(api: Api) -> None:
     assert response.json()["problems"][0]["field"] == "files.../../escape.bin"
     versions = api.client.get(
         f"{BASE}/model-repositories/house-price-model/versions", headers=api.as_user("alice")
-    ).json()
+    ).json()["model_versions"]
     assert [v["version"] for v in versions] == list(range(1, 11))
 
 

@@ -119,7 +119,7 @@ def fab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 def project_names(fab: Fab, username: str) -> list[str]:
     answer = fab.plugin("GET", "/projects", username)
     assert answer.status_code == 200, answer.text
-    return sorted(project["name"] for project in answer.json())
+    return sorted(project["name"] for project in answer.json()["projects"])
 
 
 def test_without_a_token_the_api_and_the_pages_answer_401(fab: Fab) -> None:
@@ -161,7 +161,7 @@ def test_other_roles_see_only_their_project_and_may_not_manage_projects(
     assert project_names(fab, username) == ["demo"]
     hidden = fab.plugin("GET", "/projects/secret", username)
     assert hidden.status_code == 404 and hidden.json()["detail"] == "project 'secret' not found"
-    tasks = fab.plugin("GET", "/tasks", username).json()
+    tasks = fab.plugin("GET", "/tasks", username).json()["tasks"]
     assert {task["project"] for task in tasks} == {"demo"}
     refused = fab.plugin("POST", "/projects", username, json={"name": f"by-{username}"})
     assert refused.status_code == 403
@@ -218,4 +218,4 @@ def test_the_cookie_of_fabs_login_form_opens_the_pages_and_the_api(fab: Fab) -> 
         assert page.status_code == 200 and "<html" in page.text.lower()
         projects = browser.get(f"{PLUGIN}/projects")
         assert projects.status_code == 200
-        assert [project["name"] for project in projects.json()] == ["demo"]
+        assert [project["name"] for project in projects.json()["projects"]] == ["demo"]

@@ -162,6 +162,9 @@ def test_names_outside_the_run_are_not_found(
     base, _ = run_logs
     for suffix in ("", "/download"):
         answer = api.client.get(f"{base}/{name}{suffix}", headers=api.as_user("alice"))
+        if "/logs" not in answer.url.path:  # the client resolved "..": another route was asked
+            assert not answer.content.startswith(TRAIN[:16]), (name, suffix)
+            continue
         assert answer.status_code == 404, (name, suffix, answer.text)
 
 

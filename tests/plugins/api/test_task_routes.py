@@ -87,7 +87,10 @@ def test_check_create_change_copy_delete(api: Api) -> None:
     assert changed.json()["priority"] == 9
     copied = api.client.post(f"/api/v1/tasks/{task['id']}/copy", json={}, headers=alice)
     assert (copied.status_code, copied.json()["name"]) == (201, "http-task-copy")
-    assert api.client.get(f"/api/v1/tasks/{task['id']}/runs", headers=alice).json() == []
+    assert api.client.get(f"/api/v1/tasks/{task['id']}/runs", headers=alice).json() == {
+        "runs": [],
+        "total_entries": 0,
+    }
     for task_id in (task["id"], copied.json()["id"]):
         assert api.client.delete(f"/api/v1/tasks/{task_id}", headers=alice).status_code == 204
     assert api.client.get(f"/api/v1/tasks/{task['id']}", headers=alice).status_code == 404
@@ -109,7 +112,7 @@ def test_members_create_tasks_in_their_project_only(api: Api) -> None:
         {"field": "project", "rule": "project 'demo' does not exist"}
     ]
     listed = api.client.get("/api/v1/tasks", params={"project": "other"}, headers=bob).json()
-    assert [task["name"] for task in listed] == ["bobs-task"]
+    assert [task["name"] for task in listed["tasks"]] == ["bobs-task"]
 
 
 @contextmanager
@@ -189,7 +192,7 @@ def test_tasks_are_filtered_by_their_last_runs_status_and_an_unknown_one_is_refu
     def listed(status: str) -> set[str]:
         answer = api.client.get("/api/v1/tasks", params={"status": status}, headers=alice)
         assert answer.status_code == 200, answer.text
-        return {task["name"] for task in answer.json()} & set(ids)
+        return {task["name"] for task in answer.json()["tasks"]} & set(ids)
 
     assert (listed("failed"), listed("never"), listed("success")) == (
         {"status-ran"},
@@ -249,7 +252,7 @@ def test_resuming_a_run_needs_a_failed_or_stopped_one_with_a_checkpoint(
     assert answer.status_code == 201, answer.json()
     assert triggered == [{"epochs": 7, "resume_from": run_id}]
     assert answer.json()["run"]["resumed_from"] == run_id
-    runs = api.client.get(f"/api/v1/tasks/{task['id']}/runs", headers=alice).json()
+    runs = api.client.get(f"/api/v1/tasks/{task['id']}/runs", headers=alice).json()["runs"]
     assert {run["airflow_run_id"]: run["resumed_from"] for run in runs} == {
         "manual__lost": None,
         "manual__resumed": run_id,
@@ -300,3 +303,23 @@ def test_a_secret_typed_for_one_run_is_held_apart_from_airflows_conf(
     assert again.status_code == 409
     with default_catalog().session() as session:
         assert len(session.scalars(select(Run).where(Run.task_id == task["id"])).all()) == 1
+
+
+def test_lists_are_pages_with_their_total_as_airflows(api: Api) -> None:
+    alice = api.as_user("alice")
+    for number in range(3):
+        made = api.client.post("/api/v1/tasks", json=VALID_TASK | {"name": f"page-{number}"},
+                               headers=alice)  # fmt: skip
+        assert made.status_code == 201, made.text
+    everything = api.client.get("/api/v1/tasks", params={"limit": 1000}, headers=alice).json()
+    window = {"limit": 2, "offset": 1, "order_by": "-id"}
+    page = api.client.get("/api/v1/tasks", params=window, headers=alice).json()
+    assert page["total_entries"] == everything["total_entries"] == len(everything["tasks"])
+    newest_first = sorted((task["id"] for task in everything["tasks"]), reverse=True)
+    assert [task["id"] for task in page["tasks"]] == newest_first[1:3]
+    refused = api.client.get("/api/v1/tasks", params={"limit": 0}, headers=alice)
+    assert refused.status_code == 400 and refused.json()["problems"][0]["field"] == "limit"
+    bad_order = api.client.get("/api/v1/tasks", params={"order_by": "colour"}, headers=alice)
+    assert bad_order.status_code == 400
+    projects = api.client.get("/api/v1/projects", params={"limit": 1}, headers=alice).json()
+    assert len(projects["projects"]) == 1 and projects["total_entries"] >= 1

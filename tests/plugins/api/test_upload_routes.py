@@ -38,7 +38,9 @@ def upload(api: Api, url: str, names: list[str], **form: str) -> tuple[int, dict
 
 
 def version_names(api: Api, url: str) -> list[object]:
-    return [row["version"] for row in api.client.get(url, headers=api.as_user("alice")).json()]
+    answer = api.client.get(url, headers=api.as_user("alice")).json()
+    rows = answer["dataset_versions"] if "dataset_versions" in answer else answer["model_versions"]
+    return [row["version"] for row in rows]
 
 
 def test_the_reported_75_character_name_and_255_byte_names_are_imported(

@@ -36,7 +36,8 @@ def _api(airflow: LiveAirflow, method: str, path: str, **options: Any) -> httpx.
 def _demo_run(airflow: LiveAirflow) -> tuple[int, str]:
     """A run of the demo task started now (retried while Airflow parses its DAG): its task id
     and Airflow run id; it trains a version of house-price-model from house-prices v1."""
-    task = next(item for item in _api(airflow, "GET", "/tasks").json() if item["project"] == "demo"
+    task = next(item for item in _api(airflow, "GET", "/tasks").json()["tasks"]
+                if item["project"] == "demo"
                 and item["algorithm"] == "linear-regression-numpy")  # fmt: skip
     request = {"request_id": str(uuid.uuid4()), "conf": {}}
     started = airflow.wait_until(
@@ -185,7 +186,7 @@ def test_register_what_a_first_task_needs_and_follow_lineage(airflow: LiveAirflo
         model = airflow.wait_until("the demo run's model version", lambda: next(
             (item for item in _api(airflow, "GET",
              "/projects/demo/model-repositories/house-price-model/versions").json()
-             if item["lineage"].get("run_id") == run_id), None))  # fmt: skip
+             ["model_versions"] if item["lineage"].get("run_id") == run_id), None))  # fmt: skip
         user = _api(
             airflow,
             "POST",

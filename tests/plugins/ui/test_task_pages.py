@@ -166,7 +166,7 @@ def test_a_runs_page_shows_its_settings_outcome_and_links(api: Api) -> None:
     for tab in ("metrics", "resources", "logs"):
         assert f'<a target="_top" href="{dag_run}/plugin/octotrain-{tab}">' in text
     assert f'<a target="_top" href="{dag_run}" id="dag-run-link">' in text
-    listed = api.client.get(f"/api/v1/tasks/{task['id']}/runs", headers=alice).json()
+    listed = api.client.get(f"/api/v1/tasks/{task['id']}/runs", headers=alice).json()["runs"]
     assert listed[-1]["parameters"] == plan["parameters"]  # the task page's runs show them
     assert api.client.get(f"/ui/tasks/{task['id']}/runs/{run_id}",
                           headers=api.as_user("bob")).status_code == 404  # fmt: skip
