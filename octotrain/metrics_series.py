@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 import sys
-from array import array
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,47 +19,65 @@ from octotrain.metrics_meta import ChartMeta
 
 TIMESTAMP = "timestamp"
 DEFAULT_POINTS = 2000
+# The last bytes parsed are kept: a file that no longer ends its parsed part with them was
+# rewritten, not appended to (a node restarted), and is read again from its start.
+TAIL_BYTES = 128
+# Lines are parsed this many bytes at a time: the decoded objects of a whole 100 MB file at once
+# would hold about a gigabyte.
+PARSE_BYTES = 8 << 20
+
+
+def _empty() -> np.ndarray:
+    return _frozen(np.empty(0))
 
 
 @dataclass
 class ChartColumns:
-    """What has been read of one chart's data file so far."""
+    """What has been read of one chart's data file so far.
+
+    The columns are read-only numpy arrays that a feed replaces and never changes in place, so a
+    copy of this object (``dataclasses.replace``) is a consistent snapshot a request can use
+    while another one feeds the original."""
 
     chart: ChartMeta
-    # Packed doubles (8 bytes a value, read by numpy without a copy): a million points of a
-    # chart stay a few dozen megabytes in the api-server.
-    x: array[float] = field(default_factory=lambda: array("d"))
-    lines: dict[str, array[float]] = field(default_factory=dict)
-    timestamps: array[float] = field(default_factory=lambda: array("d"))
+    x: np.ndarray = field(default_factory=_empty)
+    lines: dict[str, np.ndarray] = field(default_factory=dict)
+    timestamps: np.ndarray = field(default_factory=_empty)
     skipped: int = 0
     consumed: int = 0  # bytes of the file parsed (up to the last complete line)
+    tail: bytes = b""  # the last TAIL_BYTES of them
 
     def __post_init__(self) -> None:
-        self.lines = {name: array("d") for name in self.chart.lines}
-
-    def column(self, values: array[float]) -> np.ndarray:
-        return np.frombuffer(values, dtype=np.float64) if len(values) else np.empty(0)
+        self.lines = {name: self.lines.get(name, _empty()) for name in self.chart.lines}
 
     def feed(self, data: bytes) -> None:
         """Parse ``data``, the file's bytes from ``consumed`` on; a last line without its
         newline is left for the next call (it may be half-written)."""
         end = data.rfind(b"\n") + 1
-        complete = data[:end]
+        parts = [self._parse(data[start:stop]) for start, stop in _pieces(data, end)]
         self.consumed += end
-        rows = [row for row in complete.split(b"\n") if row.strip()]
-        if not rows:
+        self.tail = (self.tail + data[max(0, end - TAIL_BYTES) : end])[-TAIL_BYTES:]
+        if not parts:
             return
-        try:  # one parse of the whole batch, far faster than one per line
-            points = json.loads(b"[" + b",".join(rows) + b"]")
-        except ValueError:
-            points = None
-        if not isinstance(points, list) or len(points) != len(rows):  # a bad or torn row
-            points = [_loads(row) for row in rows]
-        self._add_all([point if type(point) is dict else {} for point in points])
+        self.skipped += sum(part[0] for part in parts)
+        self.x = _joined(self.x, [part[1] for part in parts])
+        self.lines = {
+            name: _joined(values, [part[2][name] for part in parts])
+            for name, values in self.lines.items()
+        }
+        self.timestamps = _joined(self.timestamps, [part[3] for part in parts])
 
-    def _add_all(self, points: list[dict[str, object]]) -> None:
-        """Add the valid points, column by column (a Python loop per point would cost seconds
-        for a million of them)."""
+    def _parse(self, complete: bytes) -> _Parsed:
+        """The valid points of whole lines, column by column (a Python loop per point would
+        cost seconds for a million of them), and how many lines were skipped."""
+        rows = [row for row in complete.split(b"\n") if row.strip()]
+        try:  # one parse of the whole batch, far faster than one per line
+            decoded = json.loads(b"[" + b",".join(rows) + b"]") if rows else []
+        except ValueError:
+            decoded = None
+        if not isinstance(decoded, list) or len(decoded) != len(rows):  # a bad or torn row
+            decoded = [_loads(row) for row in rows]
+        points = [point if type(point) is dict else {} for point in decoded]
         x, _ = _floats([point.get(self.chart.x) for point in points])
         keep = np.isfinite(x)
         drawn, any_given = {}, np.zeros(len(points), dtype=bool)
@@ -71,15 +88,37 @@ class ChartColumns:
             drawn[name] = values
         keep &= any_given
         stamps, _ = _floats([point.get(TIMESTAMP) for point in points])
-        self.skipped += int(len(points) - keep.sum())
-        self.x.frombytes(x[keep].tobytes())
-        for name, values in drawn.items():
-            self.lines[name].frombytes(values[keep].tobytes())
-        self.timestamps.frombytes(stamps[keep].tobytes())
+        kept = {name: values[keep] for name, values in drawn.items()}
+        return int(len(points) - keep.sum()), x[keep], kept, stamps[keep]
 
     @property
     def count(self) -> int:
         return len(self.x)
+
+
+# skipped lines, x, each drawn line, timestamps
+_Parsed = tuple[int, np.ndarray, dict[str, np.ndarray], np.ndarray]
+
+
+def _pieces(data: bytes, end: int) -> list[tuple[int, int]]:
+    """``data[:end]`` cut into whole lines of about PARSE_BYTES each."""
+    pieces, start = [], 0
+    while start < end:
+        stop = data.find(b"\n", min(start + PARSE_BYTES, end) - 1) + 1
+        pieces.append((start, stop))
+        start = stop
+    return pieces
+
+
+def _joined(column: np.ndarray, parts: list[np.ndarray]) -> np.ndarray:
+    """A new read-only column: ``column`` followed by ``parts`` (``column`` is left as it is,
+    for whoever still reads it)."""
+    return _frozen(np.concatenate([column, *parts]))
+
+
+def _frozen(values: np.ndarray) -> np.ndarray:
+    values.flags.writeable = False
+    return values
 
 
 def _loads(row: bytes) -> object:

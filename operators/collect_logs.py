@@ -14,6 +14,7 @@ from __future__ import annotations
 from airflow.sdk import Context
 
 from hooks.catalog import default_catalog
+from hooks.chart_series_index import index_node_charts
 from hooks.local_process import RunAbortMarker
 from hooks.node_cache import NodeCache
 from hooks.object_store import default_object_store, upload_folder
@@ -39,11 +40,13 @@ class CollectLogsOperator(TrainingStageOperator):
             if (reason := _reason_of(layout, node_index)) is not None
         }
         logs = upload_folder(store, layout.logs_dir, layout.objects.logs)
-        metrics = 0
+        metrics = charts = 0
         for node_index in plan.node_indices:
             folder = layout.node_folders(node_index).metrics
             if folder.is_dir():
                 metrics += len(upload_folder(store, folder, layout.objects.metrics(node_index)))
+                # the charts' columns, so that the Metrics page's first visit parses nothing
+                charts += len(index_node_charts(store, layout.objects, node_index, folder=folder))
             samples = layout.resources_path(node_index)
             if samples.is_file():
                 store.put_file(layout.objects.resources(node_index), samples)
@@ -60,8 +63,9 @@ class CollectLogsOperator(TrainingStageOperator):
         settings = get_settings()
         NodeCache(settings.node_cache_dir, max_bytes=0).unpin(layout.cache_holder(""))
         self.log.info(
-            "collected %d log files and %d metrics files to %s", len(logs), metrics, store.url
-        )
+            "collected %d log files and %d metrics files to %s (%d charts indexed)",
+            len(logs), metrics, store.url, charts,
+        )  # fmt: skip
         return {"logs": [info.key for info in logs], "failed_nodes": failed}
 
 

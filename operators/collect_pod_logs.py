@@ -18,6 +18,7 @@ from typing import Any
 from airflow.sdk import Context
 
 from hooks.catalog import default_catalog
+from hooks.chart_series_index import index_node_charts
 from hooks.checkpoint_sync import store_has
 from hooks.kubernetes_runs import KubernetesRuns
 from hooks.object_store import default_object_store
@@ -71,6 +72,8 @@ class CollectPodLogsOperator(TrainingStageOperator):
             failed = not _ended_well(report, stop_reason)
             init_log = (read_text(store, objects.log(names.init)) or "") if failed else ""
             _ensure_logs(store, objects, names)
+            # the charts' columns, from what the sidecar synced: the Metrics page parses nothing
+            index_node_charts(store, objects, node_index)
             earlier = tuple(restarts.notes(node_index))
             if failed:
                 log = self._supplemental(

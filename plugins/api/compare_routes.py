@@ -271,8 +271,8 @@ def _chart_view(chart: ChartMeta) -> ComparedChartView:
 def _finals(reader: RunMetrics, node: str, chart: ChartMeta) -> dict[str, FinalValue]:
     columns = reader.columns(node, chart)
     return final_values(
-        columns.column(columns.x),
-        {line: columns.column(values) for line, values in columns.lines.items()},
+        columns.x,
+        dict(columns.lines),
     )
 
 
@@ -282,12 +282,12 @@ def _points(
     """The run's points of ``chart``, cut to about ``points`` per line with peaks kept, and
     whether any were left out."""
     columns = reader.columns(node, chart)
-    lines = {line: columns.column(values) for line, values in columns.lines.items()}
+    lines = dict(columns.lines)
     kept = peak_preserving_indices(list(lines.values()), points)
     return (
         RunPoints(
             label=label,
-            x=columns.column(columns.x)[kept],
+            x=columns.x[kept],
             lines={line: values[kept] for line, values in lines.items()},
         ),
         len(kept) < columns.count,

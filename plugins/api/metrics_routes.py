@@ -156,17 +156,16 @@ def chart_points(
     columns = metrics.chart(_node(metrics, node), name)
     chart = columns.chart
     total = columns.count
-    lines = {line: columns.column(values)[after:] for line, values in columns.lines.items()}
+    lines = {line: values[after:] for line, values in columns.lines.items()}
     kept = peak_preserving_indices(list(lines.values()), points)
-    stamps = columns.column(columns.timestamps)[after:]
     return SeriesView(
         name=chart.name,
         total=total,
         downsampled=len(kept) < total - after,
         skipped=columns.skipped,
-        x=columns.column(columns.x)[after:][kept].tolist(),
+        x=columns.x[after:][kept].tolist(),
         lines={line: _gaps(values[kept]) for line, values in lines.items()},
-        timestamps=_gaps(stamps[kept]) if chart.with_timestamp else None,
+        timestamps=_gaps(columns.timestamps[after:][kept]) if chart.with_timestamp else None,
         last=total,
     )
 
@@ -226,14 +225,13 @@ def _csv_rows(columns: ChartColumns) -> Iterator[str]:
     data = [columns.x, *columns.lines.values()] + (
         [columns.timestamps] if chart.with_timestamp else []
     )
-    count = columns.count
-    for start in range(0, count + 1, CSV_ROWS):
+    for start in range(0, columns.count + 1, CSV_ROWS):
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         if start == 0:
             writer.writerow(header)
-        for index in range(start, min(start + CSV_ROWS, count)):
-            writer.writerow([_text(column[index]) for column in data])
+        rows = zip(*(column[start : start + CSV_ROWS].tolist() for column in data), strict=True)
+        writer.writerows([_text(value) for value in row] for row in rows)
         yield buffer.getvalue()
 
 

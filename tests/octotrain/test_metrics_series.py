@@ -4,13 +4,15 @@ chart's worth of points without losing a peak."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from octotrain.metrics_meta import ChartMeta
-from octotrain.metrics_series import ChartColumns, peak_preserving_indices
+from octotrain.metrics_series import TAIL_BYTES, ChartColumns, peak_preserving_indices
 
 LOSS = ChartMeta("loss", "step", ["loss", "lr"], [], "training loss")
 
@@ -62,3 +64,31 @@ def test_series_charts_draw_their_series() -> None:
     assert {name: list(values) for name, values in columns.lines.items()} == {
         "cat": [0.5], "dog": [0.7],
     }  # fmt: skip
+
+
+def test_a_file_parsed_in_pieces_reads_as_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = b"".join(
+        json.dumps({"step": n, "loss": 1 / (n + 1), "lr": 0.1}).encode() + b"\n" for n in range(500)
+    )
+    whole = ChartColumns(LOSS)
+    whole.feed(text + b'{"step": 500, "lo')
+    monkeypatch.setattr("octotrain.metrics_series.PARSE_BYTES", 100)  # a line or two a piece
+    pieces = ChartColumns(LOSS)
+    pieces.feed(text[:7000])
+    pieces.feed(text[pieces.consumed :] + b'{"step": 500, "lo')
+    assert pieces.count == whole.count == 500 and pieces.consumed == whole.consumed == len(text)
+    assert list(pieces.x) == list(whole.x) and list(pieces.lines["loss"]) == list(
+        whole.lines["loss"]
+    )
+    assert pieces.tail == whole.tail == text[-TAIL_BYTES:]
+
+
+def test_a_snapshot_stays_as_it_was_while_the_columns_grow() -> None:
+    columns = ChartColumns(LOSS)
+    columns.feed(b'{"step": 1, "loss": 0.5, "lr": 0.1}\n')
+    snapshot = replace(columns)
+    view = snapshot.lines["loss"]
+    columns.feed(b'{"step": 2, "loss": 0.4, "lr": 0.1}\n')
+    assert snapshot.count == 1 and list(view) == [0.5] and list(columns.lines["loss"]) == [0.5, 0.4]
+    with pytest.raises(ValueError, match="read-only"):
+        columns.x[0] = 9.0

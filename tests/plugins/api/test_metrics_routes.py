@@ -1,6 +1,7 @@
 """Metrics and resources over HTTP: charts and the exact problems of a bad meta file, points
-downsampled with peaks kept, live refresh with ``after``, raw CSV, resource samples with the
-missing packages named; other projects' runs are not found."""
+downsampled with peaks kept, live refresh with ``after``, raw CSV, a collected run's charts
+answered from their index as they were from their files, resource samples with the missing
+packages named; other projects' runs are not found."""
 
 from __future__ import annotations
 
@@ -10,7 +11,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from hooks.catalog import default_catalog
+from hooks.chart_series_index import index_node_charts
+from hooks.object_store import upload_folder
+from hooks.run_metrics import forget_charts
 from octotrain.catalog.models import Run, RunState
 from octotrain.planning import run_key
 from octotrain.run_layout import RunLayout
@@ -101,6 +107,25 @@ def test_csv_is_every_raw_point(api: Api) -> None:
     assert rows[0] == ["step", "loss", "lr", "timestamp"]
     assert len(rows) == 25_001 and rows[4322][:2] == ["4321", "99"]
     assert [float(value) for value in rows[1]] == [0.0, 1.0, 0.1, 1e9]
+
+
+def test_a_collected_run_is_answered_from_its_index(
+    api: Api, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first request after the collect stage indexed the charts parses nothing, and
+    answers what parsing the file answered."""
+    base, layout = new_run(api, "metrics-indexed")
+    folder = tmp_path / "collected"  # in the object store only, as a pod's run leaves it
+    write_metrics(folder, 30_000)
+    upload_folder(api.store, folder, layout.objects.metrics("distributed-0"))
+    alice = api.as_user("alice")
+    paths = (f"{base}/metrics/loss", f"{base}/metrics/loss/csv")
+    parsed = [api.client.get(path, headers=alice).content for path in paths]
+    assert index_node_charts(api.store, layout.objects, "distributed-0")
+    forget_charts()  # a fresh api-server
+    monkeypatch.setattr("octotrain.metrics_series.ChartColumns._parse", None)  # never called
+    assert [api.client.get(path, headers=alice).content for path in paths] == parsed
+    assert json.loads(parsed[0])["total"] == 30_000
 
 
 def test_resources_name_missing_packages_and_every_gpu(api: Api) -> None:
