@@ -48,6 +48,19 @@ def seed(catalog: CatalogHook, store: ObjectStore) -> DemoSeed:
     return seed_demo(catalog, store)
 
 
+def add_secretive_algorithm(
+    catalog: CatalogHook, *, env: dict[str, str], parameters: list[dict[str, object]]
+) -> None:
+    """The algorithm ``with-secrets`` of the demo project: variables and parameters of which
+    some are secrets by their names (``octotrain.secrets``)."""
+    with catalog.session() as session:
+        Algorithms(session, ADMIN).create(
+            "demo",
+            {"name": "with-secrets", "image": "python:3.11", "command": ["python", "t.py"],
+             "sample_type": "table", "env": env, "parameters": parameters},
+        )  # fmt: skip
+
+
 def add_command_algorithm(catalog: CatalogHook, name: str, code: str) -> None:
     """An algorithm whose command is ``python -c code`` (for failure scenarios)."""
     with catalog.session() as session:

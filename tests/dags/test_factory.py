@@ -253,17 +253,14 @@ def test_secrets_never_enter_the_params_airflow_shows_and_stores(
     from airflow.sdk.exceptions import ParamValidationError
     from airflow.serialization.serialized_objects import DagSerialization
 
-    from octotrain.catalog.named_objects import Algorithms
-    from tests.factories import ADMIN
+    from tests.factories import add_secretive_algorithm
 
     seed(catalog, store)
-    with catalog.session() as session:
-        Algorithms(session, ADMIN).create(
-            "demo",
-            {"name": "with-secrets", "image": "python:3.11", "command": ["python", "t.py"],
-             "sample_type": "table", "env": {"API_TOKEN": "abc123", "THREADS": "2"},
-             "parameters": [{"name": "api_key", "type": "string", "default": "k-1"}]},
-        )  # fmt: skip
+    add_secretive_algorithm(
+        catalog,
+        env={"API_TOKEN": "abc123", "THREADS": "2"},
+        parameters=[{"name": "api_key", "type": "string", "default": "k-1"}],
+    )
     task = add_task(catalog, name="secretive", algorithm="with-secrets", parameters={},
                     env={"API_TOKEN": "saved-in-task"})  # fmt: skip
     dag = build_all_dags(catalog.url)[dag_id_for(task)]

@@ -12,12 +12,11 @@ from typing import Any
 from hooks.catalog import CatalogHook, catalog_for
 from hooks.local_store import LocalFolderStore
 from octotrain.catalog.models import Run
-from octotrain.catalog.named_objects import Algorithms
 from octotrain.run_lifecycle import record_triggered
 from octotrain.secrets import held_apart
 from operators.launch_local import LaunchLocalNodeOperator
 from operators.validate import ValidateTaskOperator
-from tests.factories import ADMIN, add_task, seed
+from tests.factories import add_secretive_algorithm, add_task, seed
 
 
 class _TaskInstance:
@@ -42,14 +41,12 @@ def validated_secretive_task(
     run with ``conf`` (and the secrets its trigger ``held`` apart in the queued run): its id
     and the run's context (the plan ``validate`` pushed in it)."""
     seed(catalog, store)
-    with catalog.session() as session:
-        Algorithms(session, ADMIN).create(
-            "demo",
-            {"name": "with-secrets", "image": "python:3.11", "command": ["python", "t.py"],
-             "sample_type": "table", "env": {"HF_TOKEN": "hf_saved", "THREADS": "2"},
-             "parameters": [{"name": "api_key", "type": "string", "default": "k-1"},
-                            {"name": "epochs", "type": "int", "default": 3}]},
-        )  # fmt: skip
+    add_secretive_algorithm(
+        catalog,
+        env={"HF_TOKEN": "hf_saved", "THREADS": "2"},
+        parameters=[{"name": "api_key", "type": "string", "default": "k-1"},
+                    {"name": "epochs", "type": "int", "default": 3}],
+    )  # fmt: skip
     task = add_task(catalog, name="secretive", algorithm="with-secrets", parameters={},
                     node_count=1)  # fmt: skip
     if held is not None:
