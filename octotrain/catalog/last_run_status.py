@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import enum
 
-from octotrain.catalog.models import RunState, TrainingTask
+from octotrain.catalog.models import RunState
 
 NEVER_RUN = "never"
 
@@ -14,8 +14,3 @@ NEVER_RUN = "never"
 LastRunStatus = enum.StrEnum(
     "LastRunStatus", {**{state.name: state.value for state in RunState}, "NEVER": NEVER_RUN}
 )
-
-
-def last_run_status(task: TrainingTask) -> str:
-    """``task``'s status: its runs are in the order they started."""
-    return str(task.runs[-1].state) if task.runs else NEVER_RUN
