@@ -4,6 +4,7 @@ management over the same services as the REST API."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -26,6 +27,7 @@ from octotrain.catalog.named_objects import (
     NamedObjects,
     ResourceSpecs,
 )
+from octotrain.catalog.paging import every_item
 from octotrain.catalog.projects import Projects
 from octotrain.catalog.views import (
     AlgorithmView,
@@ -71,7 +73,8 @@ projects_app.add_typer(members_app, name="member")
 @projects_app.command("list")
 def list_projects(as_json: JsonOption = False) -> None:
     with reported(as_json=as_json), catalog_session() as session:
-        rows = [ProjectView.of(row) for row in Projects(session, cli_scope()).list()]
+        projects = Projects(session, cli_scope())
+        rows = [ProjectView.of(row) for row in every_item(projects.page)]
         show_list(rows, ["name", "description", "max_nodes", "members"], as_json=as_json)
 
 
@@ -133,7 +136,8 @@ def named_object_commands(
     @commands.command("list", help=f"List the project's {plural}.")
     def list_objects(project: Project, as_json: JsonOption = False) -> None:
         with reported(as_json=as_json), catalog_session() as session:
-            rows = [view.of(row) for row in service(session).list(project)]
+            found = service(session)
+            rows = [view.of(row) for row in every_item(partial(found.page, project))]
             show_list(rows, columns, as_json=as_json)
 
     @commands.command("show", help=f"Show one {kind}.")
@@ -207,7 +211,8 @@ def _dataset_versions(session: Session) -> DatasetVersions:
 def list_dataset_versions(dataset: Name, project: Project, as_json: JsonOption = False) -> None:
     with reported(as_json=as_json), catalog_session() as session:
         rows = [
-            DatasetVersionView.of(row) for row in _dataset_versions(session).list(project, dataset)
+            DatasetVersionView.of(row)
+            for row in every_item(partial(_dataset_versions(session).page, project, dataset))
         ]
         show_list(rows, VERSION_COLUMNS, as_json=as_json)
 
@@ -269,7 +274,9 @@ def _caches(session: Session) -> DataCaches:
 @caches_app.command("list")
 def list_caches(project: Project, as_json: JsonOption = False) -> None:
     with reported(as_json=as_json), catalog_session() as session:
-        rows = [DataCacheView.of(row) for row in _caches(session).list(project)]
+        rows = [
+            DataCacheView.of(row) for row in every_item(partial(_caches(session).page, project))
+        ]
         show_list(rows, CACHE_COLUMNS, as_json=as_json)
 
 
@@ -336,7 +343,8 @@ def _model_versions(session: Session) -> ModelVersions:
 def list_model_versions(repository: Name, project: Project, as_json: JsonOption = False) -> None:
     with reported(as_json=as_json), catalog_session() as session:
         rows = [
-            ModelVersionView.of(row) for row in _model_versions(session).list(project, repository)
+            ModelVersionView.of(row)
+            for row in every_item(partial(_model_versions(session).page, project, repository))
         ]
         show_list(rows, MODEL_VERSION_COLUMNS, as_json=as_json)
 
