@@ -2,12 +2,12 @@
 UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 PORT ?= 8080
 
-.PHONY: run test test-machine bench uv sync
+.PHONY: run test test-machine k8s-binaries bench uv sync
 
 run: sync ## install from the lock file, start Airflow, run the 2-node demo, keep Airflow up
 	$(UV) run octotrain up --port $(PORT)
 
-test: sync test-machine ## lint, check the layering, run the whole test suite (SQLite and PostgreSQL)
+test: sync test-machine k8s-binaries ## lint, check the layering, run the whole test suite (SQLite and PostgreSQL)
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
 	$(UV) run lint-imports
@@ -32,6 +32,11 @@ test-machine:
 
 # Compiled once here, every module's bytecode spares each command its compile at every start
 # (3 s of CPU before `octotrain --help` where PYTHONDONTWRITEBYTECODE is set: bench.cli).
+# The real Kubernetes control plane of the tests (tests/k8s_control_plane.py), built from Go
+# modules once per machine into ~/.cache/octotrain/ (a cold build: about 13 min on 2 cores).
+k8s-binaries:
+	bash tools/k8s/build.sh k8s etcd >/dev/null
+
 sync: uv plugins/ui/node_modules/.package-lock.json
 	$(UV) sync --frozen --compile-bytecode
 	$(UV) run python -m compileall -q -j 0 octotrain hooks cli dags operators plugins agent

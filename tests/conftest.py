@@ -43,6 +43,11 @@ from hooks.catalog import CatalogHook  # noqa: E402
 from hooks.local_store import LocalFolderStore  # noqa: E402
 from octotrain.settings import get_settings  # noqa: E402
 from tests.factories import build_rule_catalog  # noqa: E402
+from tests.k8s_control_plane import (  # noqa: E402
+    ControlPlane,
+    ControlPlaneFailed,
+    control_plane,
+)
 from tests.radosgw import ClusterFailed, S3Endpoint, pids_in, radosgw_cluster  # noqa: E402
 
 POSTGRES_ADMIN_URL = os.environ.get(
@@ -156,6 +161,22 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Endpoint]:
         yield endpoint
     left = pids_in(folder)
     assert not left, f"the S3 server's processes outlived it: {left}"
+
+
+@pytest.fixture(scope="session")
+def k8s_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    """A real Kubernetes control plane (``tests/k8s_control_plane.py``: etcd, kube-apiserver,
+    kube-scheduler, kube-controller-manager built from Go modules) on 127.0.0.1 for the whole
+    session; yields where it answers, with its admin's certificate. It fails, naming the part
+    that failed, where it cannot be built or started."""
+    folder = tmp_path_factory.mktemp("k8s")
+    plane = ExitStack()
+    try:
+        started = plane.enter_context(control_plane(folder))
+    except ControlPlaneFailed as error:
+        pytest.fail(f"a real Kubernetes control plane is required for this test: {error}")
+    with plane:
+        yield started
 
 
 @pytest.fixture

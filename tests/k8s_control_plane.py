@@ -1,0 +1,218 @@
+"""A real Kubernetes control plane for the tests: etcd, kube-apiserver, kube-scheduler and
+kube-controller-manager built from Go modules (``tools/k8s/build.sh``: k8s.io/kubernetes
+v1.37.2, etcd v3.6), started on 127.0.0.1 with free ports in a folder of their own, and
+stopped at the end, as ``tests/radosgw.py`` does for Ceph.
+
+The apiserver runs as a cluster's would: client certificates and service-account tokens for
+authentication, Node and RBAC authorization, and the default admission chain with
+``PodSecurity``. An admin (``system:masters``) client certificate is made for the tests, which
+act as the launcher's service accounts by impersonation. Each process's log is kept in the
+folder; a start that fails says which process and quotes its last lines.
+
+No node runs pods yet (the node agent is issue 35's next step): what can be checked without
+one is what the API itself judges: the shipped RBAC, Pod Security admission and the pods'
+schemas.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import ssl
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import httpx
+import yaml
+
+from hooks.local_process import free_port
+from octotrain.settings import REPO_ROOT
+
+BUILD = REPO_ROOT / "tools" / "k8s" / "build.sh"
+BUILD_SECONDS = 3600  # a cold build of the four binaries: about 13 min on 2 idle cores
+START_SECONDS = 60.0  # each process; the apiserver is ready in about 2.5 s on an idle machine
+STOP_SECONDS = 20.0
+QUOTED_LINES = 20
+
+
+class ControlPlaneFailed(RuntimeError):
+    """The control plane could not be built or started; the message says which part, why."""
+
+
+@dataclass(frozen=True)
+class ControlPlane:
+    """Where the apiserver answers, and the admin's kubeconfig for it."""
+
+    url: str
+    folder: Path
+    kubeconfig: Path
+    ca: Path
+    admin_cert: Path
+    admin_key: Path
+
+    def client(self) -> httpx.Client:
+        """An httpx client of the apiserver as its admin."""
+        context = ssl.create_default_context(cafile=str(self.ca))
+        context.load_cert_chain(str(self.admin_cert), str(self.admin_key))
+        return httpx.Client(base_url=self.url, verify=context, timeout=30)
+
+
+def binaries() -> tuple[Path, Path]:
+    """The k8s and etcd bin folders, built (once per machine, cached by version) if needed."""
+    try:
+        built = subprocess.run(["bash", str(BUILD), "k8s", "etcd"], capture_output=True,
+                               text=True, check=True, timeout=BUILD_SECONDS)  # fmt: skip
+    except subprocess.CalledProcessError as error:
+        tail = "\n".join(error.stderr.splitlines()[-QUOTED_LINES:])
+        raise ControlPlaneFailed(f"tools/k8s/build.sh failed:\n{tail}") from None
+    k8s, etcd = (Path(line) for line in built.stdout.split())
+    return k8s, etcd
+
+
+def _certificates(pki: Path) -> None:
+    """A CA, the apiserver's serving certificate, the service-account key pair and the admin's
+    client certificate (``O=system:masters``), with openssl."""
+    pki.mkdir(parents=True)
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=pki, check=True, capture_output=True)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-keyout", "ca.key",
+            "-out", "ca.crt", "-subj", "/CN=octotrain-test-ca",
+            "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign,cRLSign")  # fmt: skip
+    names = "IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default"
+    (pki / "server.ext").write_text(
+        "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+        f"extendedKeyUsage=serverAuth\nsubjectAltName={names}\n"
+    )
+    (pki / "client.ext").write_text(
+        "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+        "extendedKeyUsage=clientAuth\n"
+    )
+    for name, subject, extensions in (("apiserver", "/CN=kube-apiserver", "server.ext"),
+                                      ("admin", "/O=system:masters/CN=octotrain-admin",
+                                       "client.ext")):  # fmt: skip
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out",
+                f"{name}.csr", "-subj", subject)  # fmt: skip
+        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+                "-CAcreateserial", "-days", "2", "-extfile", extensions,
+                "-out", f"{name}.crt")  # fmt: skip
+    openssl("genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", "sa.key")
+    openssl("pkey", "-in", "sa.key", "-pubout", "-out", "sa.pub")
+
+
+def _kubeconfig(path: Path, url: str, pki: Path) -> None:
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "admin",
+        "clusters": [{"name": "test", "cluster": {"server": url,
+                                                  "certificate-authority": str(pki / "ca.crt")}}],
+        "users": [{"name": "admin", "user": {"client-certificate": str(pki / "admin.crt"),
+                                             "client-key": str(pki / "admin.key")}}],
+        "contexts": [{"name": "admin", "context": {"cluster": "test", "user": "admin"}}],
+    }))  # fmt: skip
+
+
+@contextmanager
+def _process(name: str, command: list[str], folder: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A process with its output in ``folder/<name>.log``, stopped (SIGTERM, then SIGKILL
+    after ``STOP_SECONDS``) when the context ends."""
+    with (folder / f"{name}.log").open("wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)  # fmt: skip
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=STOP_SECONDS)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+def _wait(name: str, process: subprocess.Popen[bytes], ready: Callable[[], bool],
+          folder: Path) -> None:  # fmt: skip
+    """Until ``ready()``; a process that exits or a start past ``START_SECONDS`` fails, with
+    the last lines of its log."""
+    deadline = time.monotonic() + START_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            break
+        try:
+            if ready():
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    lines = (folder / f"{name}.log").read_text(errors="replace").splitlines()[-QUOTED_LINES:]
+    state = f"exited with {process.returncode}" if process.poll() is not None else "not ready"
+    raise ControlPlaneFailed(f"{name} {state}; the end of its log:\n" + "\n".join(lines))
+
+
+def _healthy(url: str) -> bool:
+    """A component's ``/healthz`` (its own self-signed certificate: not verified)."""
+    return httpx.get(url, verify=False, timeout=2).text == "ok"
+
+
+@contextmanager
+def control_plane(folder: Path) -> Iterator[ControlPlane]:
+    """etcd, kube-apiserver, kube-scheduler and kube-controller-manager in ``folder``, ready;
+    each stopped, in the reverse order, when the context ends (also after a failed start)."""
+    k8s, etcd_bin = binaries()
+    pki = folder / "pki"
+    _certificates(pki)
+    etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
+    url = f"https://127.0.0.1:{api_port}"
+    kubeconfig = folder / "admin.kubeconfig"
+    _kubeconfig(kubeconfig, url, pki)
+    plane = ControlPlane(url, folder, kubeconfig, pki / "ca.crt", pki / "admin.crt",
+                         pki / "admin.key")  # fmt: skip
+    with ExitStack() as started, plane.client() as api:
+        etcd = started.enter_context(_process("etcd", [
+            str(etcd_bin / "etcd"), "--name=test", f"--data-dir={folder / 'etcd'}",
+            f"--listen-client-urls=http://127.0.0.1:{etcd_port}",
+            f"--advertise-client-urls=http://127.0.0.1:{etcd_port}",
+            f"--listen-peer-urls=http://127.0.0.1:{peer_port}",
+            f"--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}",
+            f"--initial-cluster=test=http://127.0.0.1:{peer_port}", "--unsafe-no-fsync",
+        ], folder))  # fmt: skip
+        health = f"http://127.0.0.1:{etcd_port}/health"
+        _wait("etcd", etcd, lambda: httpx.get(health, timeout=2).status_code == 200, folder)
+        apiserver = started.enter_context(_process("kube-apiserver", [
+            str(k8s / "kube-apiserver"), f"--etcd-servers=http://127.0.0.1:{etcd_port}",
+            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+            "--endpoint-reconciler-type=none", f"--secure-port={api_port}",
+            f"--tls-cert-file={pki / 'apiserver.crt'}",
+            f"--tls-private-key-file={pki / 'apiserver.key'}",
+            f"--client-ca-file={pki / 'ca.crt'}", f"--service-account-issuer={url}",
+            f"--service-account-key-file={pki / 'sa.pub'}",
+            f"--service-account-signing-key-file={pki / 'sa.key'}",
+            "--service-cluster-ip-range=10.0.0.0/24", "--authorization-mode=Node,RBAC",
+            "--enable-admission-plugins=PodSecurity", f"--cert-dir={folder / 'apiserver-certs'}",
+        ], folder))  # fmt: skip
+        _wait("kube-apiserver", apiserver, lambda: api.get("/readyz").text == "ok", folder)
+        common = [f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
+                  f"--authorization-kubeconfig={kubeconfig}", "--bind-address=127.0.0.1",
+                  "--leader-elect=false"]  # fmt: skip
+        for name, extra in (
+            ("kube-scheduler", []),
+            ("kube-controller-manager", [
+                f"--service-account-private-key-file={pki / 'sa.key'}",
+                f"--root-ca-file={pki / 'ca.crt'}", "--use-service-account-credentials=true",
+                "--controllers=*,-nodeipam",
+            ]),
+        ):  # fmt: skip
+            port = free_port()
+            process = started.enter_context(_process(name, [
+                str(k8s / name), *common, f"--secure-port={port}",
+                f"--cert-dir={folder / f'{name}-certs'}", *extra,
+            ], folder))  # fmt: skip
+            _wait(name, process, partial(_healthy, f"https://127.0.0.1:{port}/healthz"), folder)
+        yield plane
