@@ -6,6 +6,8 @@ tried again on transient errors (``hooks.kubernetes_retry``), as the provider do
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +20,29 @@ from hooks.kubernetes_retry import api_retrying
 
 HTTP_CONFLICT = 409
 HTTP_NOT_FOUND = 404
+HTTP_FORBIDDEN = 403
+RBAC_FILE = "config/kubernetes/rbac.yaml"
+
+
+class LauncherForbidden(RuntimeError):
+    """The cluster refused a call of the launcher for want of a permission; the message is the
+    API server's, which names the user, the verb, the resource and the namespace, and says where
+    the permission is granted."""
+
+
+def forbidden(error: ApiException) -> LauncherForbidden | None:
+    """An authorization refusal in the API server's words, without the client's dump of
+    headers and body; None for another 403 (an admission plugin's, which says its own why)."""
+    try:
+        message = str(json.loads(error.body or "{}").get("message") or error.reason)
+    except ValueError:
+        message = str(error.reason)
+    if not re.search(r"\bcannot \w+ resource\b", message):
+        return None
+    return LauncherForbidden(
+        f"the Kubernetes API refused the launcher: {message}; the launcher's service account "
+        f"needs the Role of {RBAC_FILE} (kubectl apply -f {RBAC_FILE})"
+    )
 
 
 class KubernetesRuns:
@@ -37,7 +62,15 @@ class KubernetesRuns:
         return NetworkingV1Api(api_client=self.hook.api_client)
 
     def _call(self, function: Callable[..., Any], **kwargs: Any) -> Any:
-        return self.retrying.copy()(function, **kwargs)
+        """``function`` tried again on transient errors; a refusal for want of a permission
+        is ``LauncherForbidden``, naming the permission."""
+        try:
+            return self.retrying.copy()(function, **kwargs)
+        except ApiException as error:
+            refused = forbidden(error) if error.status == HTTP_FORBIDDEN else None
+            if refused is not None:
+                raise refused from None
+            raise
 
     @staticmethod
     def plain(obj: Any) -> dict[str, Any]:
