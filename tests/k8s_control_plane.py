@@ -9,9 +9,10 @@ authentication, Node and RBAC authorization, and the default admission chain wit
 act as the launcher's service accounts by impersonation. Each process's log is kept in the
 folder; a start that fails says which process and quotes its last lines.
 
-No node runs pods yet (the node agent is issue 35's next step): what can be checked without
-one is what the API itself judges: the shipped RBAC, Pod Security admission and the pods'
-schemas.
+No node runs pods yet (a node agent is the next step): what can be checked without one is what
+the API and the scheduler judge: the shipped RBAC, Pod Security admission, the pods' schemas,
+and placement on nodes registered by ``register_node`` (a Node object whose status says Ready
+with its capacity, as a kubelet would post it; nothing runs what the scheduler binds there).
 """
 
 from __future__ import annotations
@@ -216,3 +217,34 @@ def control_plane(folder: Path) -> Iterator[ControlPlane]:
             ], folder))  # fmt: skip
             _wait(name, process, partial(_healthy, f"https://127.0.0.1:{port}/healthz"), folder)
         yield plane
+
+
+def register_node(plane: ControlPlane, name: str, *, cpu: str, memory: str) -> None:
+    """A Node of ``cpu`` and ``memory`` that the scheduler may place pods on: its object, then
+    its status (Ready, its capacity), as a kubelet registers itself."""
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name,
+            "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}}}  # fmt: skip
+    capacity = {"cpu": cpu, "memory": memory, "pods": "110"}
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    status = {"status": {"capacity": capacity, "allocatable": capacity, "conditions": [
+        {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "test node",
+         "lastHeartbeatTime": now, "lastTransitionTime": now}]}}  # fmt: skip
+    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+             "metadata": {"name": name, "namespace": "kube-node-lease"},
+             "spec": {"holderIdentity": name, "leaseDurationSeconds": 3600,
+                      "renewTime": now.replace("Z", ".000000Z")}}  # fmt: skip
+    with plane.client() as api:
+        made = api.post("/api/v1/nodes", json=node)
+        assert made.status_code in (201, 409), made.text
+        patched = api.patch(f"/api/v1/nodes/{name}/status", json=status,
+                            headers={"Content-Type": "application/merge-patch+json"})  # fmt: skip
+        assert patched.status_code == 200, patched.text
+        leased = api.post("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
+                          json=lease)  # fmt: skip
+        assert leased.status_code in (201, 409), leased.text
+        # The node lifecycle controller taints a new node not-ready until it has seen it Ready.
+        deadline = time.monotonic() + START_SECONDS
+        while taints := api.get(f"/api/v1/nodes/{name}").json()["spec"].get("taints"):
+            if time.monotonic() > deadline:
+                raise ControlPlaneFailed(f"node {name} kept its taints: {taints}")
+            time.sleep(0.1)
