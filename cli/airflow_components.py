@@ -60,45 +60,53 @@ def check_port_free(port: int, host: str = "127.0.0.1") -> None:
 
 @dataclass
 class ComponentWatch:
-    """The components of the standalone process ``pid``, seen so far by name."""
+    """The components of the standalone process ``pid``, each by the process it was first
+    seen as (a component may change its command line once started, e.g. the api-server's
+    server process, so it is followed by its pid, not its name)."""
 
     pid: int
     log: Path
     started: float = field(default_factory=time.monotonic)
-    seen: set[str] = field(default_factory=set)
+    seen: dict[str, psutil.Process] = field(default_factory=dict)
 
     def check(self) -> None:
         """Raise ``ComponentFailed`` when a component that ran is gone, or one has not appeared
         within ``START_SECONDS`` (standalone's thread that starts it failed)."""
-        running = self._running()
-        gone = sorted(self.seen - running)
+        gone = sorted(name for name, process in self.seen.items() if not _alive(process))
         if gone:
             raise ComponentFailed(self._why(f"Airflow's {', '.join(gone)} exited"))
-        self.seen |= running
+        for name, process in self._starting().items():
+            self.seen.setdefault(name, process)
         missing = [name for name in COMPONENTS if name not in self.seen]
         if missing and time.monotonic() - self.started > START_SECONDS:
             raise ComponentFailed(
                 self._why(f"Airflow's {', '.join(missing)} did not start in {START_SECONDS:.0f} s")
             )
 
-    def _running(self) -> set[str]:
+    def _starting(self) -> dict[str, psutil.Process]:
+        """The components among standalone's children now, by name."""
         try:
             children = psutil.Process(self.pid).children()
         except psutil.NoSuchProcess:
-            return set()
-        names = set()
+            return {}
+        found = {}
         for child in children:
             try:
                 command = child.cmdline()
             except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
                 continue
-            if child.status() == psutil.STATUS_ZOMBIE:
-                continue
-            names |= {name for name in COMPONENTS if name in command}
-        return names
+            found |= {name: child for name in COMPONENTS if name in command and _alive(child)}
+        return found
 
     def _why(self, what: str) -> str:
         return f"{what}; the end of {self.log}:\n{last_lines(self.log, QUOTED_LINES)}"
+
+
+def _alive(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def last_lines(path: Path, count: int) -> str:
