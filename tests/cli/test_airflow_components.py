@@ -104,3 +104,34 @@ def test_a_component_that_never_starts_is_named(
         lonely.kill()
         lonely.wait()
     assert "did not start in 1 s" in str(failed) and "scheduler" in str(failed)
+
+
+# A stand-in whose api-server renames itself once started, as Airflow's does (setproctitle:
+# "airflow api_server -- host:..."), by replacing its program with one of another command line.
+RENAMING = """
+import subprocess, sys, time
+after = [sys.executable, "-c", "import time; time.sleep(60)", "api_server"]
+rename = f"import os, sys, time; time.sleep(0.3); os.execv(sys.executable, {after!r})"
+children = [subprocess.Popen([sys.executable, "-c", rename if name == "api-server" else
+                              "import time; time.sleep(60)", name])
+            for name in ("scheduler", "dag-processor", "api-server", "triggerer")]
+time.sleep(60)
+"""
+
+
+def test_a_component_that_renames_itself_is_still_watched(tmp_path: Path) -> None:
+    process = subprocess.Popen([sys.executable, "-c", RENAMING], start_new_session=True)
+    try:
+        watch = ComponentWatch(process.pid, tmp_path / "standalone.log")
+        deadline = time.monotonic() + 20
+        while len(watch.seen) < 4 and time.monotonic() < deadline:
+            watch.check()
+            time.sleep(0.05)
+        assert len(watch.seen) == 4
+        renamed_by = time.monotonic() + 2
+        while time.monotonic() < renamed_by:
+            watch.check()  # the renamed api-server is the same process: not gone
+            time.sleep(0.05)
+    finally:
+        os.killpg(process.pid, 9)
+        process.wait()
