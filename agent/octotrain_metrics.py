@@ -1,4 +1,4 @@
-"""Write training metrics the way Octotrain's charts read them (DESIGN.md "Contract: METRICS").
+"""Write training metrics the way Octotrain's charts read them (README: METRICS).
 
 Dependency-free, for algorithm authors::
 

@@ -1,4 +1,4 @@
-"""The contracts of DESIGN.md in code: node names, log file names and the training environment.
+"""The README's contracts in code: node names, log file names and the training environment.
 
 Everything that a training process, the agent, the launchers and the log pages must agree on is
 spelled here once, so that a rename cannot drift between them.
@@ -14,7 +14,7 @@ METRICS_META_FILE = "metrics.json"
 DAG_ID_PREFIX = "octotrain_task_"
 # The four log files of a node, in the order the log pages list them.
 LOG_KINDS = ("train", "init", "sidecar", "supplemental")
-# The variables the platform sets for every training process (DESIGN.md); an algorithm may
+# The variables the platform sets for every training process (README: contract); an algorithm may
 # not declare them, since the platform's values always win.
 PLATFORM_ENV_NAMES = frozenset(
     {
@@ -143,7 +143,7 @@ def training_environment(
     algorithm_env: dict[str, str],
     with_model: bool,
 ) -> dict[str, str]:
-    """The environment a training process sees (DESIGN.md "what a training process sees");
+    """The environment a training process sees (README: the contract);
     ``MODEL`` (and ``MODEL_PATH``) only ``with_model``, for incremental training.
 
     The algorithm's variables come first so that the platform's names always win: a task must

@@ -127,7 +127,7 @@ class MetricDefinition(Document):
         )
 
     def chart_meta(self, parameters: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The chart as ``metrics.json`` declares it (DESIGN.md "Contract: METRICS"), for a run
+        """The chart as ``metrics.json`` declares it (README: METRICS), for a run
         with these parameter values (its ``total``)."""
         lines = [key for _, key in _lines(re.compile(self.regex), x=self.x, ys=self.axes)]
         meta: dict[str, Any] = {

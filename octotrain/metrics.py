@@ -1,4 +1,4 @@
-"""Reading the METRICS folder a training process wrote (DESIGN.md "Contract: METRICS")."""
+"""Reading the METRICS folder a training process wrote (README: METRICS)."""
 
 from __future__ import annotations
 

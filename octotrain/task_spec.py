@@ -64,7 +64,7 @@ class DataRef(Document):
 
     @property
     def label(self) -> str:
-        """The input's folder name under ``DATASET`` (DESIGN.md)."""
+        """The input's folder name under ``DATASET`` (README: the contract)."""
         return self.cache if self.cache is not None else f"{self.dataset}_{self.version}"
 
 
