@@ -1,6 +1,6 @@
 """``octotrain usage``: usage accounting (``octotrain.catalog.accounting``) on the command line,
 per project and month, per task (run by run) or for one run; the same figures as the REST API
-(``--json`` prints its answer)."""
+(``--json`` prints its answer with every row: the command follows the pages)."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def usage(
 def _show_project(
     accounting: Accounting, project: str, month: Month | None, *, as_json: bool
 ) -> None:
-    report = accounting.project_month(project, month or Month.of(datetime.now(UTC)))
+    report = accounting.project_month(project, month or Month.of(datetime.now(UTC)), None)
     if as_json:
         show(report, as_json=True)
         return
@@ -74,7 +74,7 @@ def _show_project(
 
 
 def _show_task(accounting: Accounting, task: int, month: Month | None, *, as_json: bool) -> None:
-    report = accounting.task(task, month)
+    report = accounting.task(task, month, None)
     if as_json:
         show(report, as_json=True)
         return

@@ -10,26 +10,35 @@ project and month, the sum of its tasks. Something still going on counts up to `
 Months are calendar months in UTC. Every figure is time, so a run that spans a month boundary is
 split by time: each month gets the part of each interval that lies within it.
 
+Answers are paged (``octotrain.catalog.paging``): a task's runs are read a page at a time in the
+database; its total, and a project's tasks (ordered by node-hours, which only the sum of their
+runs gives), are summed over the runs a chunk at a time, so 20,000 runs are never held at once.
+
 (``octotrain.catalog.usage`` is another thing: which tasks and runs used a model version.)
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import ColumnElement, or_, select
+from sqlalchemy import ColumnElement, Select, or_, select
 from sqlalchemy.orm import Session
 
+from octotrain.catalog import paging
 from octotrain.catalog.access import Scope
-from octotrain.catalog.models import NodeHold, Run, TrainingTask, as_utc
+from octotrain.catalog.models import NodeHold, Project, Run, TrainingTask, as_utc
 from octotrain.errors import InvalidQuery
 from octotrain.tasks import Tasks
 
 MONTH_PATTERN = re.compile(r"^(\d{4})-(\d{2})$")
 SECONDS_PER_HOUR = 3600.0
+# Runs summed per round trip: their node holds are read with one IN list.
+CHUNK = 500
+FIRST_PAGE = paging.Window()
 
 
 @dataclass(frozen=True)
@@ -177,7 +186,8 @@ class TaskUsage(BaseModel):
 
 
 class TaskRunsUsage(BaseModel):
-    """A task's usage in one month (``month`` None: all time), in total and per run."""
+    """A task's usage in one month (``month`` None: all time): its total over every run, one
+    page of its runs (oldest first) and how many runs there are in all."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -186,10 +196,12 @@ class TaskRunsUsage(BaseModel):
     month: str | None
     total: Usage
     runs: list[RunUsage]
+    total_entries: int
 
 
 class ProjectMonthUsage(BaseModel):
-    """A project's usage in one month: its totals and each task's part."""
+    """A project's usage in one month: its totals, one page of its tasks' parts (most
+    node-hours first) and how many tasks used anything that month."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -197,6 +209,7 @@ class ProjectMonthUsage(BaseModel):
     month: str
     total: Usage
     tasks: list[TaskUsage]
+    total_entries: int
 
 
 def run_usage(run: Run, holds: list[NodeHold], *, now: datetime, window: Window) -> RunUsage:
@@ -238,32 +251,78 @@ class Accounting:
         self.scope = scope
         self.now = now or datetime.now(UTC)
 
-    def project_month(self, project: str, month: Month) -> ProjectMonthUsage:
-        """Project ``project``'s usage in ``month``, per task (tasks with no usage that month
-        are left out) and in total."""
-        row = self.scope.project(self.session, project)
-        window = month.window
-        runs = self._runs(TrainingTask.project_id == row.id, window)
-        per_task: dict[int, list[RunUsage]] = {}
-        for usage in runs:
-            per_task.setdefault(usage.task_id, []).append(usage)
-        tasks = [_task_total(usages) for usages in per_task.values()]
-        tasks.sort(key=lambda task: (-task.usage.node_hours, task.task_name))
-        total = sum((task.usage for task in tasks), Usage())
-        return ProjectMonthUsage(project=row.name, month=str(month), total=total, tasks=tasks)
-
-    def task(self, task_id: int, month: Month | None = None) -> TaskRunsUsage:
-        """Task ``task_id``'s usage within ``month`` (all time if None), run by run."""
-        task = Tasks(self.session, self.scope).get(task_id)
-        window = month.window if month else ALL_TIME
-        runs = self._runs(TrainingTask.id == task.id, window)
-        return TaskRunsUsage(
-            task_id=task.id,
-            task_name=task.name,
-            month=str(month) if month else None,
-            total=sum((run.usage for run in runs), Usage()),
-            runs=runs,
+    def project_month(
+        self, project: str, month: Month, window: paging.Window | None = FIRST_PAGE
+    ) -> ProjectMonthUsage:
+        """Project ``project``'s usage in ``month``: its total and the ``window`` of its tasks
+        (every one if None; those with no usage that month are left out), most node-hours
+        first."""
+        row, tasks = self._project_tasks(project, month)
+        shown = tasks if window is None else tasks[window.offset : window.offset + window.limit]
+        return ProjectMonthUsage(
+            project=row.name,
+            month=str(month),
+            total=sum((task.usage for task in tasks), Usage()),
+            tasks=shown,
+            total_entries=len(tasks),
         )
+
+    def _project_tasks(self, project: str, month: Month) -> tuple[Project, list[TaskUsage]]:
+        """Project ``project`` and every task's part of its usage in ``month``, most
+        node-hours first: one row per task, the runs summed a chunk at a time."""
+        row = self.scope.project(self.session, project)
+        per_task: dict[int, TaskUsage] = {}
+        window = month.window
+        for usage in self._usages(self._runs(TrainingTask.project_id == row.id, window), window):
+            known = per_task.get(usage.task_id)
+            per_task[usage.task_id] = TaskUsage(
+                task_id=usage.task_id,
+                task_name=usage.task_name,
+                runs=(known.runs if known else 0) + 1,
+                usage=(known.usage if known else Usage()) + usage.usage,
+            )
+        tasks = sorted(per_task.values(), key=lambda task: (-task.usage.node_hours, task.task_name))
+        return row, tasks
+
+    def task(
+        self, task_id: int, month: Month | None = None, window: paging.Window | None = FIRST_PAGE
+    ) -> TaskRunsUsage:
+        """Task ``task_id``'s usage within ``month`` (all time if None): its total and the
+        ``window`` of its runs (every one if None, read a page at a time)."""
+        name, total = self._task_total(task_id, month)
+        if window is None:
+            runs = list(paging.every_item(lambda page: self._task_runs(task_id, month, page)))
+            count = len(runs)
+        else:
+            page = self._task_runs(task_id, month, window)
+            runs, count = page.items, page.total
+        return TaskRunsUsage(
+            task_id=task_id,
+            task_name=name,
+            month=str(month) if month else None,
+            total=total,
+            runs=runs,
+            total_entries=count,
+        )
+
+    def _task_total(self, task_id: int, month: Month | None = None) -> tuple[str, Usage]:
+        """Task ``task_id``'s name and its usage within ``month`` (all time if None), summed
+        over its runs a chunk at a time."""
+        task = Tasks(self.session, self.scope).get(task_id)
+        window = _window_of(month)
+        runs = self._usages(self._runs(TrainingTask.id == task.id, window), window)
+        return task.name, sum((run.usage for run in runs), Usage())
+
+    def _task_runs(
+        self, task_id: int, month: Month | None, window: paging.Window
+    ) -> paging.Page[RunUsage]:
+        """The ``window`` of task ``task_id``'s runs that used anything within ``month``,
+        read a page at a time in the database."""
+        task = Tasks(self.session, self.scope).get(task_id)
+        time_window = _window_of(month)
+        runs = self._runs(TrainingTask.id == task.id, time_window)
+        page = paging.paged(self.session, runs, window)
+        return paging.Page(self._with_holds(page.items, time_window), page.total)
 
     def run_of(self, task_id: int, run_id: int) -> RunUsage:
         """Run ``run_id`` of task ``task_id``, all time."""
@@ -271,28 +330,37 @@ class Accounting:
         holds = list(self.session.scalars(select(NodeHold).where(NodeHold.run_id == run.id)))
         return run_usage(run, holds, now=self.now, window=ALL_TIME)
 
-    def _runs(self, which: ColumnElement[bool], window: Window) -> list[RunUsage]:
+    def _runs(self, which: ColumnElement[bool], window: Window) -> Select[tuple[Run]]:
         """The runs of the tasks ``which`` selects that used anything within ``window``:
-        triggered before it ends, and ended (themselves or a node's hold) after it starts."""
+        triggered before it ends, and ended (themselves or a node's hold) after it starts;
+        oldest first."""
         holds_after = select(NodeHold.run_id).where(
             or_(NodeHold.ended_at.is_(None), NodeHold.ended_at >= window.start)
         )
-        runs = list(
-            self.session.scalars(
-                select(Run)
-                .join(TrainingTask)
-                .where(
-                    which,
-                    Run.started_at < window.end,
-                    or_(
-                        Run.ended_at.is_(None),
-                        Run.ended_at >= window.start,
-                        Run.id.in_(holds_after),
-                    ),
-                )
-                .order_by(Run.started_at, Run.id)
+        return (
+            select(Run)
+            .join(TrainingTask)
+            .where(
+                which,
+                Run.started_at < window.end,
+                or_(
+                    Run.ended_at.is_(None),
+                    Run.ended_at >= window.start,
+                    Run.id.in_(holds_after),
+                ),
             )
+            .order_by(Run.started_at, Run.id)
         )
+
+    def _usages(self, runs: Select[tuple[Run]], window: Window) -> Iterator[RunUsage]:
+        """The usage within ``window`` of every run ``runs`` selects, ``CHUNK`` at a time."""
+        offset = 0
+        while chunk := list(self.session.scalars(runs.limit(CHUNK).offset(offset))):
+            yield from self._with_holds(chunk, window)
+            offset += len(chunk)
+
+    def _with_holds(self, runs: list[Run], window: Window) -> list[RunUsage]:
+        """The usage of ``runs`` within ``window``, their node holds read in one query."""
         holds: dict[int, list[NodeHold]] = {}
         if runs:
             found = self.session.scalars(
@@ -303,10 +371,5 @@ class Accounting:
         return [run_usage(run, holds.get(run.id, []), now=self.now, window=window) for run in runs]
 
 
-def _task_total(runs: list[RunUsage]) -> TaskUsage:
-    return TaskUsage(
-        task_id=runs[0].task_id,
-        task_name=runs[0].task_name,
-        runs=len(runs),
-        usage=sum((run.usage for run in runs), Usage()),
-    )
+def _window_of(month: Month | None) -> Window:
+    return month.window if month else ALL_TIME

@@ -2,7 +2,9 @@
 GPU-hours, queued and training time in one month, per task; a task's per run; one run's.
 
 ``month`` is ``YYYY-MM`` in UTC (the current month by default for a project; all time by
-default for a task); anything else is refused (400) naming the field.
+default for a task); anything else is refused (400) naming the field. A project's tasks and a
+task's runs are paged as every list is (``?limit=&offset=``, ``total_entries``); ``total`` is
+always the sum over the whole list.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from octotrain.catalog.accounting import (
 )
 from plugins.api.auth import CurrentScope
 from plugins.api.catalog_routes import ProjectName
+from plugins.api.paging import CurrentWindow
 from plugins.api.task_routes import RunId, TaskId
 
 # Airflow's login on every route of this file (app.py requires it router-wide too).
@@ -37,21 +40,23 @@ MonthText = Annotated[
     summary="A project's usage in one month (the current one by default), per task",
 )
 def project_usage(
-    project: ProjectName, scope: CurrentScope, month: MonthText = None
+    project: ProjectName, scope: CurrentScope, window: CurrentWindow, month: MonthText = None
 ) -> ProjectMonthUsage:
     chosen = Month.parse(month) if month is not None else Month.of(datetime.now(UTC))
     with default_catalog().session() as session:
-        return Accounting(session, scope).project_month(project, chosen)
+        return Accounting(session, scope).project_month(project, chosen, window)
 
 
 @router.get(
     "/tasks/{task_id}/usage",
     summary="A task's usage per run, in one month or (by default) all time",
 )
-def task_usage(task_id: TaskId, scope: CurrentScope, month: MonthText = None) -> TaskRunsUsage:
+def task_usage(
+    task_id: TaskId, scope: CurrentScope, window: CurrentWindow, month: MonthText = None
+) -> TaskRunsUsage:
     chosen = Month.parse(month) if month is not None else None
     with default_catalog().session() as session:
-        return Accounting(session, scope).task(task_id, chosen)
+        return Accounting(session, scope).task(task_id, chosen, window)
 
 
 @router.get("/tasks/{task_id}/runs/{run_id}/usage", summary="One run's usage, all time")

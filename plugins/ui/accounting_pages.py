@@ -17,12 +17,15 @@ from fastapi.responses import HTMLResponse
 
 from hooks.catalog import default_catalog
 from octotrain.catalog.accounting import Accounting, Month, ProjectMonthUsage
+from octotrain.catalog.paging import MAX_LIMIT, Window
 from octotrain.catalog.projects import Projects
 from octotrain.errors import InvalidQuery, NotFound
 from plugins.api.auth import CurrentScope
 from plugins.ui.pages import render
 
 FormText = Annotated[str | None, Query(max_length=64)]
+# The tasks that used most; the page says how many there are in all, the REST API pages them.
+SHOWN_TASKS = Window(limit=MAX_LIMIT)
 
 # Airflow's login on every route of this file (app.py requires it router-wide too).
 router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(get_user)])
@@ -44,7 +47,7 @@ def usage_page(
             return render("usage.html", request, **page)
         try:
             parsed = Month.parse(month) if month else current
-            report = Accounting(session, scope).project_month(chosen, parsed)
+            report = Accounting(session, scope).project_month(chosen, parsed, SHOWN_TASKS)
         except InvalidQuery as error:
             return render(
                 "usage.html", request, status_code=400, **page | {"problems": error.problems}

@@ -11,9 +11,11 @@ from hooks.catalog import CatalogHook
 from octotrain.catalog.accounting import Accounting, HeldSpan, Month, Usage, usage_of
 from octotrain.catalog.models import Run, RunState, as_utc
 from octotrain.catalog.node_holds import record_hold, record_release
+from octotrain.catalog.paging import Window
 from octotrain.errors import InvalidQuery, NotFound
 from octotrain.storage import ObjectStore
-from tests.factories import ADMIN, OUTSIDER, seed
+from octotrain.tasks import Tasks
+from tests.factories import ADMIN, OUTSIDER, VALID_TASK, seed
 
 T0 = datetime(2026, 11, 10, 8, 0, tzinfo=UTC)
 HOUR = timedelta(hours=1)
@@ -234,3 +236,50 @@ def test_a_node_tried_again_keeps_one_hold_from_first_start_to_last_end(
         assert hold.ended_at is not None
         assert (as_utc(hold.started_at), as_utc(hold.ended_at)) == (T0 + HOUR, T0 + 3 * HOUR)
         assert not record_release(session, run_id=run_id, node_index="single-0", ended_at=T0)
+
+
+def test_a_task_s_runs_are_paged_and_its_total_counts_every_run(
+    catalog: CatalogHook, store: ObjectStore
+) -> None:
+    demo = seed(catalog, store)
+    # More runs than one chunk of the total's sum (500) and one page of the CLI's (1,000).
+    count = 1203
+    resources = {"spec": "cpu-x", "kind": "cce", "cpu": 2.0, "memory_mib": 512, "gpu_count": 0}
+    with catalog.session() as session:
+        runs = [
+            Run(task_id=demo.task_id, airflow_run_id=f"many__{index}", state=RunState.FAILED,
+                node_count=1, plan={"resources": resources}, started_at=T0 + index * HOUR,
+                ended_at=T0 + index * HOUR + HOUR / 2)
+            for index in range(count)
+        ]  # fmt: skip
+        session.add_all(runs)
+    with catalog.session() as session:
+        accounting = Accounting(session, ADMIN, now=T0)
+        page = accounting.task(demo.task_id, None, Window(limit=10, offset=1195))
+        every = accounting.task(demo.task_id, None, None)
+    assert page.total_entries == every.total_entries == count
+    assert [run.airflow_run_id for run in page.runs] == [f"many__{i}" for i in range(1195, 1203)]
+    assert [run.airflow_run_id for run in every.runs] == [f"many__{i}" for i in range(count)]
+    # Never held a node: each run is half an hour queued.
+    assert page.total == every.total
+    assert page.total.queued_hours == pytest.approx(count / 2)
+
+
+def test_a_project_s_tasks_are_paged_most_node_hours_first(
+    catalog: CatalogHook, store: ObjectStore
+) -> None:
+    demo = seed(catalog, store)
+    with catalog.session() as session:
+        tasks = Tasks(session, ADMIN)
+        others = [tasks.create(VALID_TASK | {"name": f"paged-{index}"}).id for index in range(3)]
+    for hours, task_id in enumerate([demo.task_id, *others], start=1):
+        _run(
+            catalog, task_id, f"held-{hours}", state=RunState.SUCCESS, triggered_at=T0,
+            ended_at=T0 + hours * HOUR, holds=[(T0, T0 + hours * HOUR)],
+        )  # fmt: skip
+    with catalog.session() as session:
+        accounting = Accounting(session, ADMIN, now=T0)
+        second = accounting.project_month(demo.project, Month(2026, 11), Window(limit=2, offset=2))
+    assert second.total_entries == 4
+    assert [task.task_id for task in second.tasks] == [others[0], demo.task_id]
+    assert second.total.node_hours == pytest.approx(1 + 2 + 3 + 4)

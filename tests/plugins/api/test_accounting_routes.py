@@ -81,3 +81,17 @@ def test_an_unknown_or_hidden_project_is_not_found(api: Api, billed: tuple[int, 
     task = api.client.get(f"{API}/tasks/{billed[0]}/usage", headers=auth("bob"))
     assert task.status_code == 404
     assert api.client.get(f"{API}/projects/demo/usage").status_code == 401
+
+
+def test_usage_rows_are_paged_and_the_total_counts_them_all(
+    api: Api, billed: tuple[int, int]
+) -> None:
+    task_id, _ = billed
+    past = api.client.get(f"{API}/tasks/{task_id}/usage?offset=1", headers=auth("alice")).json()
+    assert (past["runs"], past["total_entries"], past["total"]["node_hours"]) == ([], 1, 3.0)
+    project = api.client.get(
+        f"{API}/projects/demo/usage?month=2026-10&limit=1", headers=auth("alice")
+    ).json()
+    assert (len(project["tasks"]), project["total_entries"]) == (1, 1)
+    refused = api.client.get(f"{API}/tasks/{task_id}/usage?limit=0", headers=auth("alice"))
+    assert refused.status_code == 400 and refused.json()["problems"][0]["field"] == "limit"
