@@ -9,14 +9,16 @@ authentication, Node and RBAC authorization, and the default admission chain wit
 act as the launcher's service accounts by impersonation. Each process's log is kept in the
 folder; a start that fails says which process and quotes its last lines.
 
-No node runs pods yet (a node agent is the next step): what can be checked without one is what
-the API and the scheduler judge: the shipped RBAC, Pod Security admission, the pods' schemas,
-and placement on nodes registered by ``register_node`` (a Node object whose status says Ready
-with its capacity, as a kubelet would post it; nothing runs what the scheduler binds there).
+Nodes: ``tests.k8s_node_agent`` runs what the scheduler binds to its nodes as local processes
+and serves their logs to the apiserver over TLS (the apiserver reaches it with a client
+certificate of its own, ``--kubelet-client-certificate``). ``register_node`` alone makes a Node
+that only the scheduler judges (a Node object whose status says Ready with its capacity, as a
+kubelet would post it; nothing runs what is bound there): ``delete_node`` removes it again.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import ssl
@@ -27,6 +29,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import httpx
 import yaml
@@ -39,6 +42,31 @@ BUILD_SECONDS = 3600  # a cold build of the four binaries: about 13 min on 2 idl
 START_SECONDS = 60.0  # each process; the apiserver is ready in about 2.5 s on an idle machine
 STOP_SECONDS = 20.0
 QUOTED_LINES = 20
+# What the apiserver audits: the requests of workloads' service accounts (the launcher's),
+# not those of the control plane's own controllers.
+AUDIT_POLICY = """\
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+  - level: None
+    userGroups: ["system:serviceaccounts:kube-system"]
+  - level: Request
+    userGroups: ["system:serviceaccounts"]
+    verbs: ["create"]
+    resources: [{group: "", resources: ["pods"]}]
+  - level: Metadata
+    userGroups: ["system:serviceaccounts"]
+  - level: None
+"""
+LOOPBACK = "127.0.0.1"
+GPU = "nvidia.com/gpu"
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
+# What a Node's status says of its machine (the scheduler and kubectl read some of it).
+NODE_INFO = {"machineID": "", "systemUUID": "", "bootID": "", "kernelVersion": "",
+             "osImage": "octotrain test node", "containerRuntimeVersion": "processes://1",
+             "kubeletVersion": "v1.37.2", "kubeProxyVersion": "", "operatingSystem": "linux",
+             "architecture": "amd64"}  # fmt: skip
 
 
 class ControlPlaneFailed(RuntimeError):
@@ -55,6 +83,30 @@ class ControlPlane:
     ca: Path
     admin_cert: Path
     admin_key: Path
+
+    @property
+    def audit_log(self) -> Path:
+        """The apiserver's audit log: every request of a service account outside
+        kube-system, at the ``Metadata`` level (who, which verb on what, the answer's code)."""
+        return self.folder / "audit.log"
+
+    def audited(self, username: str) -> list[dict[str, Any]]:
+        """The audit events (``audit.k8s.io/v1`` Event, one per request) of ``username``."""
+        if not self.audit_log.exists():
+            return []
+        lines = self.audit_log.read_text().splitlines()
+        return [event for line in lines if (event := json.loads(line))["user"]["username"]
+                == username]  # fmt: skip
+
+    def created_pods(self) -> list[dict[str, Any]]:
+        """Every pod a workload's service account created, as it sent it (the audit log's
+        ``requestObject``)."""
+        if not self.audit_log.exists():
+            return []
+        events = [json.loads(line) for line in self.audit_log.read_text().splitlines()]
+        return [event["requestObject"] for event in events if event["verb"] == "create"
+                and (event.get("objectRef") or {}).get("resource") == "pods"
+                and "requestObject" in event]  # fmt: skip
 
     def client(self) -> httpx.Client:
         """An httpx client of the apiserver as its admin."""
@@ -96,16 +148,25 @@ def _certificates(pki: Path) -> None:
         "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
         "extendedKeyUsage=clientAuth\n"
     )
-    for name, subject, extensions in (("apiserver", "/CN=kube-apiserver", "server.ext"),
-                                      ("admin", "/O=system:masters/CN=octotrain-admin",
-                                       "client.ext")):  # fmt: skip
-        openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out",
-                f"{name}.csr", "-subj", subject)  # fmt: skip
-        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
-                "-CAcreateserial", "-days", "2", "-extfile", extensions,
-                "-out", f"{name}.crt")  # fmt: skip
+    for name, subject, extensions in (
+        ("apiserver", "/CN=kube-apiserver", "server.ext"),
+        ("admin", "/O=system:masters/CN=octotrain-admin", "client.ext"),
+        ("kubelet-client", "/O=system:masters/CN=kube-apiserver-kubelet-client", "client.ext"),
+    ):
+        issue_certificate(pki, name, subject, pki / extensions)
     openssl("genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", "sa.key")
     openssl("pkey", "-in", "sa.key", "-pubout", "-out", "sa.pub")
+
+
+def issue_certificate(pki: Path, name: str, subject: str, extensions: Path) -> None:
+    """``pki/<name>.crt`` and its key, signed by the plane's CA (``pki/ca.crt``)."""
+    for args in (
+        ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out",
+         f"{name}.csr", "-subj", subject],
+        ["x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+         "-CAcreateserial", "-days", "2", "-extfile", str(extensions), "-out", f"{name}.crt"],
+    ):  # fmt: skip
+        subprocess.run(["openssl", *args], cwd=pki, check=True, capture_output=True)
 
 
 def _kubeconfig(path: Path, url: str, pki: Path) -> None:
@@ -175,6 +236,7 @@ def control_plane(folder: Path) -> Iterator[ControlPlane]:
     _kubeconfig(kubeconfig, url, pki)
     plane = ControlPlane(url, folder, kubeconfig, pki / "ca.crt", pki / "admin.crt",
                          pki / "admin.key")  # fmt: skip
+    (folder / "audit-policy.yaml").write_text(AUDIT_POLICY)
     with ExitStack() as started, plane.client() as api:
         etcd = started.enter_context(_process("etcd", [
             str(etcd_bin / "etcd"), "--name=test", f"--data-dir={folder / 'etcd'}",
@@ -197,6 +259,12 @@ def control_plane(folder: Path) -> Iterator[ControlPlane]:
             f"--service-account-signing-key-file={pki / 'sa.key'}",
             "--service-cluster-ip-range=10.0.0.0/24", "--authorization-mode=Node,RBAC",
             "--enable-admission-plugins=PodSecurity", f"--cert-dir={folder / 'apiserver-certs'}",
+            f"--kubelet-client-certificate={pki / 'kubelet-client.crt'}",
+            f"--kubelet-client-key={pki / 'kubelet-client.key'}",
+            f"--kubelet-certificate-authority={pki / 'ca.crt'}",
+            "--kubelet-preferred-address-types=InternalIP",
+            f"--audit-policy-file={folder / 'audit-policy.yaml'}",
+            f"--audit-log-path={plane.audit_log}", "--audit-log-mode=blocking",
         ], folder))  # fmt: skip
         _wait("kube-apiserver", apiserver, lambda: api.get("/readyz").text == "ok", folder)
         common = [f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
@@ -219,28 +287,39 @@ def control_plane(folder: Path) -> Iterator[ControlPlane]:
         yield plane
 
 
-def register_node(plane: ControlPlane, name: str, *, cpu: str, memory: str) -> None:
-    """A Node of ``cpu`` and ``memory`` that the scheduler may place pods on: its object, then
-    its status (Ready, its capacity), as a kubelet registers itself."""
+def register_node(
+    plane: ControlPlane, name: str, *, cpu: str, memory: str, gpus: int = 0, port: int = 0
+) -> None:
+    """A Node of ``cpu``, ``memory`` and ``gpus`` (``nvidia.com/gpu``) that the scheduler may
+    place pods on: its object, then its status (Ready, its capacity, 127.0.0.1 and its
+    kubelet's ``port`` when one serves it), as a kubelet registers itself."""
     node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name,
             "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}}}  # fmt: skip
     capacity = {"cpu": cpu, "memory": memory, "pods": "110"}
-    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    status = {"status": {"capacity": capacity, "allocatable": capacity, "conditions": [
-        {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "test node",
-         "lastHeartbeatTime": now, "lastTransitionTime": now}]}}  # fmt: skip
+    if gpus:
+        capacity[GPU] = str(gpus)
+    now = rfc3339_now()
+    status = {"status": {
+        "capacity": capacity, "allocatable": capacity,
+        "addresses": [{"type": "InternalIP", "address": LOOPBACK},
+                      {"type": "Hostname", "address": name}],
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": port}},
+        "nodeInfo": NODE_INFO,
+        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                        "message": "test node", "lastHeartbeatTime": now,
+                        "lastTransitionTime": now}],
+    }}  # fmt: skip
     lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
              "metadata": {"name": name, "namespace": "kube-node-lease"},
-             "spec": {"holderIdentity": name, "leaseDurationSeconds": 3600,
-                      "renewTime": now.replace("Z", ".000000Z")}}  # fmt: skip
+             "spec": {"holderIdentity": name, "leaseDurationSeconds": 40,
+                      "renewTime": micro_time_now()}}  # fmt: skip
     with plane.client() as api:
         made = api.post("/api/v1/nodes", json=node)
         assert made.status_code in (201, 409), made.text
         patched = api.patch(f"/api/v1/nodes/{name}/status", json=status,
                             headers={"Content-Type": "application/merge-patch+json"})  # fmt: skip
         assert patched.status_code == 200, patched.text
-        leased = api.post("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
-                          json=lease)  # fmt: skip
+        leased = api.post(f"{LEASES}", json=lease)
         assert leased.status_code in (201, 409), leased.text
         # The node lifecycle controller taints a new node not-ready until it has seen it Ready.
         deadline = time.monotonic() + START_SECONDS
@@ -248,3 +327,64 @@ def register_node(plane: ControlPlane, name: str, *, cpu: str, memory: str) -> N
             if time.monotonic() > deadline:
                 raise ControlPlaneFailed(f"node {name} kept its taints: {taints}")
             time.sleep(0.1)
+
+
+def renew_lease(api: httpx.Client, name: str) -> None:
+    """Node ``name``'s heartbeat, as a kubelet renews its Lease (every 10 s by default)."""
+    renewed = api.patch(f"{LEASES}/{name}", json={"spec": {"renewTime": micro_time_now()}},
+                        headers={"Content-Type": "application/merge-patch+json"})  # fmt: skip
+    renewed.raise_for_status()
+
+
+def delete_node(plane: ControlPlane, name: str) -> None:
+    """Node ``name`` and its Lease gone (a test's nodes do not outlive it)."""
+    with plane.client() as api:
+        for path in (f"/api/v1/nodes/{name}", f"{LEASES}/{name}"):
+            gone = api.delete(path)
+            assert gone.status_code in (200, 404), gone.text
+
+
+def rfc3339_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def micro_time_now() -> str:
+    """Now as a Kubernetes ``MicroTime`` (a Lease's times)."""
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
+
+
+def create(plane: ControlPlane, path: str, body: dict[str, Any]) -> None:
+    """``body`` created at ``path`` unless it exists already."""
+    with plane.client() as api:
+        answer = api.post(path, json=body)
+    assert answer.status_code in (201, 409), answer.text
+
+
+def service_account_kubeconfig(
+    plane: ControlPlane, path: Path, *, account_namespace: str, account: str, namespace: str
+) -> Path:
+    """A kubeconfig at ``path`` that acts as service account ``account`` of
+    ``account_namespace`` (created if missing; a token of the TokenRequest API, valid for a
+    day), its context's namespace ``namespace``: how a launcher in a cluster is seen."""
+    create(
+        plane,
+        "/api/v1/namespaces",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": account_namespace}},
+    )
+    accounts = f"/api/v1/namespaces/{account_namespace}/serviceaccounts"
+    create(plane, accounts, {"apiVersion": "v1", "kind": "ServiceAccount",
+                             "metadata": {"name": account}})  # fmt: skip
+    with plane.client() as api:
+        answer = api.post(f"{accounts}/{account}/token",
+                          json={"spec": {"expirationSeconds": 86400}})  # fmt: skip
+    assert answer.status_code == 201, answer.text
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": account,
+        "clusters": [{"name": "test", "cluster": {"server": plane.url,
+                                                  "certificate-authority": str(plane.ca)}}],
+        "users": [{"name": account, "user": {"token": answer.json()["status"]["token"]}}],
+        "contexts": [{"name": account, "context": {"cluster": "test", "user": account,
+                                                    "namespace": namespace}}],
+    }))  # fmt: skip
+    return path

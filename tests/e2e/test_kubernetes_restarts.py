@@ -1,4 +1,5 @@
-"""Retries by failure class with the Kubernetes launcher, end to end on the emulator: the real
+"""Retries by failure class with the Kubernetes launcher, end to end on the tests' real control
+plane (and, for the faults only it injects, the emulator): the real
 operators, triggers and pods (``tests/e2e/k8s_runner.py``: each node's launch task in a process
 of its own, its deferrals run there as the triggerer would). A 2-node run whose node 1 is
 evicted mid-training is started again, both nodes, from their checkpoints, and finishes with
@@ -23,15 +24,31 @@ from tests.e2e.test_kubernetes_run import (
     NAMESPACE,
     NODES,
     Cluster,
+    clustered,
     launch_in_background,
     names,
     results_of,
     stored,
 )
-from tests.e2e.test_kubernetes_run import cluster as cluster
 
 # Far longer than a 2-node run of 20 s takes on the emulator, restarted, on a busy machine.
 DEADLINE_SECONDS = 180
+
+
+@pytest.fixture(scope="module", params=["control-plane", "emulator"])
+def cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Cluster]:
+    """The tests' real control plane (an eviction through the Eviction API, as ``kubectl
+    drain`` asks for one), and the emulator for what a real control plane cannot give cheaply
+    here: a kubelet's eviction under node pressure, a preemption, a machine lost at once."""
+    with clustered(request, tmp_path_factory) as found:
+        yield found
+
+
+# The faults only the emulator injects (tests/k8s_emulator: TerminationByKubelet, preemption,
+# a node lost at once with every container).
+EMULATOR_ONLY = pytest.mark.parametrize("cluster", ["emulator"], indirect=True)
 
 
 @pytest.fixture(scope="module")
@@ -141,12 +158,19 @@ def test_a_node_evicted_mid_training_restarts_the_run_from_its_checkpoints(
     env: dict[str, str],
     mode: str,
 ) -> None:
-    assert cluster.emulator is not None
     task = _task("restarted", mode)
     plan = _prepare(cluster, task, env)
     workers = {node: launch_in_background(cluster, plan, node, 1, env) for node in NODES}
     evicted = _checkpointed_pod(cluster, plan, "distributed-1", 40, workers)  # half way
-    cluster.emulator.evict(evicted, NAMESPACE)
+    if cluster.emulator is not None:  # the kubelet, under node pressure
+        cluster.emulator.evict(evicted, NAMESPACE)
+        why = "TerminationByKubelet: The node was low on resource"
+    else:  # the Eviction API, as kubectl drain asks for it
+        eviction = {"apiVersion": "policy/v1", "kind": "Eviction",
+                    "metadata": {"name": evicted, "namespace": NAMESPACE}}  # fmt: skip
+        cluster.api.create_namespaced_pod_eviction(evicted, NAMESPACE, eviction)
+        # The pod is deleted (with its DisruptionTarget) before the launcher reads its end.
+        why = "deleted before its end could be read"
     result = _succeeded(cluster, workers, plan, tasks[task], env)
     for node in NODES:
         train = stored(cluster, result, names(result, node).train)
@@ -157,7 +181,7 @@ def test_a_node_evicted_mid_training_restarts_the_run_from_its_checkpoints(
         assert "restart 1 of at most 2" in stored(cluster, result, names(result, node).supplemental)
     lost = stored(cluster, result, names(result, "distributed-1").supplemental)
     assert lost.startswith("node distributed-1 ended normally after the run was restarted")
-    assert "its pod was lost (TerminationByKubelet: The node was low on resource" in lost
+    assert f"its pod was lost ({why}" in lost
     assert "failure class lost" in lost
     other = stored(cluster, result, names(result, "distributed-0").supplemental)
     assert "stopped to be started again with every node" in other
@@ -166,6 +190,7 @@ def test_a_node_evicted_mid_training_restarts_the_run_from_its_checkpoints(
 
 # Deferred launch tasks only: the eviction test covers both ways a restart reaches a node.
 @pytest.mark.parametrize("mode", ["deferrable"])
+@EMULATOR_ONLY
 def test_a_lost_node_restarts_the_run_from_the_checkpoints_synced_before(
     cluster: Cluster,
     tasks: dict[str, int],
@@ -226,6 +251,7 @@ def test_a_training_that_fails_on_its_own_is_not_started_again(
 
 # Deferred launch tasks only: the eviction test covers both ways a restart reaches a node.
 @pytest.mark.parametrize("mode", ["deferrable"])
+@EMULATOR_ONLY
 def test_the_task_s_restart_limit_is_honoured(
     cluster: Cluster,
     tasks: dict[str, int],

@@ -31,18 +31,27 @@ from urllib.parse import parse_qs, urlparse, urlsplit
 
 import pytest
 from kubernetes import config
-from kubernetes.client import CoreV1Api
+from kubernetes.client import CoreV1Api, NetworkingV1Api
 from kubernetes.client.exceptions import ApiException
 
 from hooks.object_store import object_store_from_url
 from octotrain.contracts import NodeLogNames
-from octotrain.run_layout import node_cache_holder
 from octotrain.settings import REPO_ROOT
 from octotrain.storage import ObjectStore
-from tests.config.rbac import DISCOVERY_PATHS, allows, grants, launcher_role, request_access
+from tests.config.rbac import (
+    DISCOVERY_PATHS,
+    Access,
+    allows,
+    documents,
+    grants,
+    launcher_role,
+    request_access,
+)
 from tests.e2e.dag_test_runner import task_logs
 from tests.e2e.k8s_runner import SECRET_TOKEN
+from tests.k8s_control_plane import ControlPlane, create, service_account_kubeconfig
 from tests.k8s_emulator import KubernetesEmulator
+from tests.k8s_node_agent.agent import NodeAgent
 
 NAMESPACE = "octotrain"
 SCENARIOS = ["demo", "node-fails", "oom", "unschedulable", "stop", "start-fails"]
@@ -78,6 +87,7 @@ class Cluster:
     root: Path
     startup_timeout: int
     emulator: KubernetesEmulator | None
+    plane: ControlPlane | None = None  # the tests' real control plane, when runs go there
 
     def runner(
         self, *args: str, timeout: float = 600, env: dict[str, str] | None = None
@@ -125,7 +135,13 @@ def results_of(completed: subprocess.CompletedProcess[str]) -> list[dict[str, An
     ]
 
 
-EMULATOR_STARTUP_TIMEOUT = 25
+STARTUP_TIMEOUT = 25
+# Where each kind of config/kubernetes/rbac.yaml is created.
+SHIPPED_PATHS = {
+    "Namespace": "/api/v1/namespaces",
+    "Role": f"/apis/rbac.authorization.k8s.io/v1/namespaces/{NAMESPACE}/roles",
+    "RoleBinding": f"/apis/rbac.authorization.k8s.io/v1/namespaces/{NAMESPACE}/rolebindings",
+}
 
 
 @contextmanager
@@ -136,7 +152,7 @@ def emulated(root: Path) -> Iterator[Place]:
         store = {"OCTOTRAIN_OBJECT_STORE_URL": f"file://{root / 'state' / 'objects'}"}
         # A pod's start (its stage container) takes a few seconds here, more on a loaded
         # machine: the limit is what the unschedulable scenario waits for, so not too long.
-        yield kubeconfig, store, EMULATOR_STARTUP_TIMEOUT, emulator
+        yield kubeconfig, store, STARTUP_TIMEOUT, emulator
 
 
 @contextmanager
@@ -163,14 +179,60 @@ def real(root: Path) -> Iterator[Place]:
     yield Path(os.environ["KUBECONFIG"]), store, 120, None
 
 
+@contextmanager
+def on_control_plane(root: Path, plane: ControlPlane) -> Iterator[Place]:
+    """The real control plane of the tests (``tests/k8s_control_plane.py``) with one node of
+    the node agent (pods are processes here, the store a local folder): the shipped Namespace,
+    Role and RoleBinding applied, the namespace enforcing Pod Security ``restricted``, and the
+    launcher acting as the worker's service account that the RoleBinding names."""
+    shipped = documents()
+    for document in shipped:
+        create(plane, SHIPPED_PATHS[document["kind"]], document)
+    restricted = {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "restricted"}}}
+    with plane.client() as api:
+        labelled = api.patch(f"/api/v1/namespaces/{NAMESPACE}", json=restricted,
+                             headers={"Content-Type": "application/merge-patch+json"})  # fmt: skip
+        assert labelled.status_code == 200, labelled.text
+        # The plane is the session's: another module's events (same task ids) are not ours.
+        cleared = api.delete(f"/api/v1/namespaces/{NAMESPACE}/events")
+        assert cleared.status_code == 200, cleared.text
+    [binding] = [document for document in shipped if document["kind"] == "RoleBinding"]
+    worker = binding["subjects"][0]
+    kubeconfig = service_account_kubeconfig(
+        plane, root / "kubeconfig", account_namespace=worker["namespace"],
+        account=worker["name"], namespace=NAMESPACE,
+    )  # fmt: skip
+    with NodeAgent(plane, f"e2e-node-{root.name}", root=root / "cluster"):
+        store = {"OCTOTRAIN_OBJECT_STORE_URL": f"file://{root / 'state' / 'objects'}"}
+        yield kubeconfig, store, STARTUP_TIMEOUT, None
+
+
 @pytest.fixture(
-    scope="module", params=["emulator", pytest.param("real", marks=pytest.mark.k8s_real)]
+    scope="module", params=["control-plane", pytest.param("real", marks=pytest.mark.k8s_real)]
 )
 def cluster(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Cluster]:
+    """The tests' real control plane, or (``-m k8s_real``) the cluster of ``KUBECONFIG``."""
+    with clustered(request, tmp_path_factory) as found:
+        yield found
+
+
+@contextmanager
+def clustered(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Cluster]:
+    """The cluster ``request.param`` names (``control-plane``, ``emulator`` or ``real``) with
+    the runner's environment and an Airflow database of its own."""
     root = tmp_path_factory.mktemp(f"e2e-kubernetes-{request.param}")
-    place = emulated(root) if request.param == "emulator" else real(root)
+    plane: ControlPlane | None = None
+    if request.param == "emulator":
+        place = emulated(root)
+    elif request.param == "control-plane":
+        plane = request.getfixturevalue("k8s_api")
+        place = on_control_plane(root, plane)
+    else:
+        place = real(root)
     with place as (kubeconfig, store, startup_timeout, emulator):
         node_cache = root / "node-cache" if request.param == "emulator" else ""
         for mode, deferrable in (("deferrable", "true"), ("synchronous", "false")):
@@ -198,11 +260,14 @@ def cluster(
         migrate = subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env=env,
                                  capture_output=True, text=True, check=False)  # fmt: skip
         assert migrate.returncode == 0, migrate.stderr[-3000:]
-        client = config.new_client_from_config(config_file=str(kubeconfig))
+        # The assertions read what the launcher may not (Services, Events): as the admin.
+        admin = plane.kubeconfig if plane else kubeconfig
+        client = config.new_client_from_config(config_file=str(admin))
         client.user_agent = TEST_CLIENT
         try:
             yield Cluster(api=CoreV1Api(client), env=env, root=root,
-                          startup_timeout=startup_timeout, emulator=emulator)  # fmt: skip
+                          startup_timeout=startup_timeout, emulator=emulator,
+                          plane=plane)  # fmt: skip
         finally:
             client.close()
 
@@ -258,14 +323,8 @@ def test_a_two_node_run_succeeds_with_its_logs_metrics_and_model(
     assert len(cluster.created_for(demo["task_id"])) == 2  # one pod per node, no duplicate
     assert cluster.pods_of(demo["task_id"]) == []  # deleted once their logs were safe
     assert cluster.services() == []  # the teardown deleted the Service
-    if cluster.emulator is not None:  # ... and the NetworkPolicy, which the emulator keeps
-        assert cluster.emulator.network_policies(NAMESPACE) == []
-    if cluster.emulator is not None:  # the node cache is a folder of this machine
-        run = node_cache_holder(f"runs/{demo['task_id']}/{demo['run']['run_key']}", "")
-        pinned = list((cluster.root / "node-cache" / ".pins").iterdir())
-        assert pinned  # the stage containers pinned their inputs here (one folder per input)
-        pins = [pin.name for folder in pinned for pin in folder.iterdir()]
-        assert [pin for pin in pins if pin.startswith(run)] == []  # the sidecars released them
+    networking = NetworkingV1Api(cluster.api.api_client)  # ... and the NetworkPolicy
+    assert networking.list_namespaced_network_policy(NAMESPACE).items == []
 
 
 def started_nodes(cluster: Cluster, result: dict[str, Any]) -> list[str]:
@@ -294,10 +353,10 @@ def test_a_failing_node_fails_the_run_and_its_supplemental_log_says_why(
     train_log = stored(cluster, failed, names(failed, NODES[0]).train)
     assert "node distributed-0 starting" in train_log
     assert "secret token given" in train_log  # from the run's Secret, by reference
-    if cluster.emulator is not None:
-        specs = json.dumps(cluster.emulator.created_pod_specs())
+    if cluster.plane is not None:  # the pods the launcher created, as the audit log has them
+        specs = json.dumps(cluster.plane.created_pods())
         assert SECRET_TOKEN not in specs and "secretKeyRef" in specs
-        assert cluster.emulator.secrets(NAMESPACE) == []  # the teardown deleted it
+    assert cluster.api.list_namespaced_secret(NAMESPACE).items == []  # the teardown deleted it
     if "distributed-1" in started_nodes(cluster, failed):  # its turn came first: it succeeded
         assert failed["tasks"]["launch[1]"] == "success"
         assert not cluster.store.list(
@@ -496,15 +555,42 @@ def test_every_call_of_the_runs_is_allowed_by_the_launcher_s_rbac_role_and_neede
     """Every request the runs above made (their workers' calls, not this module's own) against
     the Role a production install applies: a real API server would refuse any call it does not
     allow, and a rule no run used grants more than the launcher needs."""
-    if cluster.emulator is None:
-        pytest.skip("a real cluster's requests are not recorded here")
     role = launcher_role()
-    calls = [r for r in cluster.emulator.requests() if r.user_agent != TEST_CLIENT]
-    assert calls, "the runs made no request"
-    accesses = {request_access(call.method, call.path) for call in calls}
-    discovery = {urlsplit(c.path).path for c in calls if request_access(c.method, c.path) is None}
-    assert discovery <= DISCOVERY_PATHS  # what every authenticated client may read
+    if cluster.emulator is not None:
+        calls = [r for r in cluster.emulator.requests() if r.user_agent != TEST_CLIENT]
+        assert calls, "the runs made no request"
+        accesses = {request_access(call.method, call.path) for call in calls}
+        paths = {urlsplit(c.path).path for c in calls if request_access(c.method, c.path) is None}
+    elif cluster.plane is not None:  # the apiserver's audit log of the launcher's account
+        accesses, paths = _audited_accesses(cluster.plane)
+    else:
+        pytest.skip("a real cluster's requests are not recorded here")
+    assert paths <= DISCOVERY_PATHS  # what every authenticated client may read
     refused = sorted(str(access) for access in accesses if access and not allows(role, access))
     assert not refused, f"config/kubernetes/rbac.yaml does not allow: {refused}"
     used = {(access.api_group, access.resource, access.verb) for access in accesses if access}
     assert grants(role) == used, f"granted but never used: {sorted(grants(role) - used)}"
+
+
+def _audited_accesses(plane: ControlPlane) -> tuple[set[Access], set[str]]:
+    """What the launcher's service account asked the real apiserver for (its resource requests
+    as the authorizer saw them, and its other paths), with any it refused (403) failing."""
+    [binding] = [document for document in documents() if document["kind"] == "RoleBinding"]
+    worker = binding["subjects"][0]
+    events = plane.audited(f"system:serviceaccount:{worker['namespace']}:{worker['name']}")
+    assert events, "the runs made no request"
+    forbidden = [f"{e['verb']} {e['requestURI']}" for e in events
+                 if e.get("responseStatus", {}).get("code") == 403]  # fmt: skip
+    assert not forbidden, f"the apiserver refused the launcher: {forbidden}"
+    accesses, paths = set(), set()
+    for event in events:
+        target = event.get("objectRef")
+        if target is None:
+            paths.add(urlsplit(event["requestURI"]).path)
+            continue
+        resource = target["resource"] + (f"/{target['subresource']}" if target.get(
+            "subresource") else "")  # fmt: skip
+        accesses.add(Access(verb=event["verb"], resource=resource,
+                            namespace=target.get("namespace"),
+                            api_group=target.get("apiGroup", "")))  # fmt: skip
+    return accesses, paths
