@@ -1,11 +1,11 @@
-"""Hang detection with the Kubernetes launcher, on the loopback emulator (and, opt-in, a real
-cluster): a node whose training prints an epoch and then says nothing while it lives is stopped
+"""Hang detection with the Kubernetes launcher, on the tests' real control plane (and, opt-in, a
+real cluster): a node whose training prints an epoch and then says nothing while it lives is stopped
 as hung by its wrapper (its task's ``hang_detection``: 2 s, ``stop_when_hung``). What reaches
 Airflow's side is the pod's: its training container's exit code (122) and the wrapper's exit
 report, uploaded by the sidecar; the supplemental log and the run's message say so, and the
 training saved its checkpoint in the grace period. Without ``stop_when_hung``, a node silent
 for a while is reported in its launch task's log (read by its trigger from the hang report the
-sidecar keeps in the store) and its run goes on. The emulator and the runner are those of
+sidecar keeps in the store) and its run goes on. The cluster and the runner are those of
 ``test_kubernetes_run``."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from octotrain.run_layout import RunObjects
 from tests.e2e.dag_test_runner import task_logs
 from tests.e2e.test_kubernetes_run import Cluster, cluster, names, reason, results_of, stored
 
-__all__ = ["cluster"]  # the module's emulator (or real cluster), as the other scenarios use
+__all__ = ["cluster"]  # the module's control plane (or real cluster), as the other scenarios use
 
 NODE = "single-0"
 SCENARIOS = ("hung", "hang-reported")
