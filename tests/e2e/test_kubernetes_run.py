@@ -202,9 +202,16 @@ def on_control_plane(root: Path, plane: ControlPlane) -> Iterator[Place]:
         plane, root / "kubeconfig", account_namespace=worker["namespace"],
         account=worker["name"], namespace=NAMESPACE,
     )  # fmt: skip
-    with NodeAgent(plane, f"e2e-node-{root.name}", root=root / "cluster"):
-        store = {"OCTOTRAIN_OBJECT_STORE_URL": f"file://{root / 'state' / 'objects'}"}
-        yield kubeconfig, store, STARTUP_TIMEOUT, None
+    try:
+        with NodeAgent(plane, f"e2e-node-{root.name}", root=root / "cluster"):
+            store = {"OCTOTRAIN_OBJECT_STORE_URL": f"file://{root / 'state' / 'objects'}"}
+            yield kubeconfig, store, STARTUP_TIMEOUT, None
+    finally:  # the namespace as shipped again, for the session's other tests
+        shipped_labels = {"metadata": {"labels": {
+            "pod-security.kubernetes.io/enforce": None}}}  # fmt: skip
+        with plane.client() as api:
+            api.patch(f"/api/v1/namespaces/{NAMESPACE}", json=shipped_labels,
+                      headers={"Content-Type": "application/merge-patch+json"})  # fmt: skip
 
 
 @pytest.fixture(
