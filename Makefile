@@ -1,8 +1,9 @@
-# The two commands of the README. `uv` is installed with pip when it is missing.
+# The two commands of the README (make run, make test), and the docs site (make docs).
+# `uv` is installed with pip when it is missing.
 UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 PORT ?= 8080
 
-.PHONY: run test test-machine k8s-binaries bench uv sync
+.PHONY: run test test-machine k8s-binaries bench docs docs-serve uv sync
 
 run: sync ## install from the lock file, start Airflow, run the 2-node demo, keep Airflow up
 	$(UV) run octotrain up --port $(PORT)
@@ -11,7 +12,16 @@ test: sync test-machine k8s-binaries ## lint, check the layering, run the whole 
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
 	$(UV) run lint-imports
+	$(MKDOCS) build --quiet
 	$(UV) run pytest
+
+# The docs site (docs/, mkdocs.yml), offline; strict: a broken link or anchor fails the build.
+MKDOCS := NO_MKDOCS_2_WARNING=1 $(UV) run mkdocs
+docs: sync ## build the docs site into site/
+	$(MKDOCS) build
+
+docs-serve: sync ## serve the docs site on http://127.0.0.1:8000, rebuilt as pages change
+	$(MKDOCS) serve --dev-addr 127.0.0.1:8000
 
 bench: sync ## the benchmarks of bench/, each printing ratios to a baseline of the same run
 	$(UV) run python -m bench.cli
@@ -30,13 +40,13 @@ bench: sync ## the benchmarks of bench/, each printing ratios to a baseline of t
 test-machine:
 	bash tools/test_machine.sh
 
-# Compiled once here, every module's bytecode spares each command its compile at every start
-# (3 s of CPU before `octotrain --help` where PYTHONDONTWRITEBYTECODE is set: bench.cli).
 # The real Kubernetes control plane of the tests (tests/k8s_control_plane.py), built from Go
 # modules once per machine into ~/.cache/octotrain/ (a cold build: about 13 min on 2 cores).
 k8s-binaries:
 	bash tools/k8s/build.sh k8s etcd >/dev/null
 
+# Compiled once here, every module's bytecode spares each command its compile at every start
+# (3 s of CPU before `octotrain --help` where PYTHONDONTWRITEBYTECODE is set: bench.cli).
 sync: uv plugins/ui/node_modules/.package-lock.json
 	$(UV) sync --frozen --compile-bytecode
 	$(UV) run python -m compileall -q -j 0 octotrain hooks cli dags operators plugins agent

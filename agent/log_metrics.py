@@ -2,7 +2,7 @@
 
 The wrapper (``run_training.py --metric-extraction JSON``) follows the train log it writes and
 hands what is new to a ``LogMetricsExtractor``, which declares the charts in ``metrics.json``
-and appends each match as a point to ``<chart>.jsonl`` (README: METRICS), so an
+and appends each match as a point to ``<chart>.jsonl`` (docs: the environment contract), so an
 unmodified script that prints ``loss=0.25`` gets a chart while it trains. The JSON is what
 ``octotrain.metric_definitions.MetricDefinition.extraction`` makes of each definition: the
 regex, the chart's meta, the group holding x (None: x counts the chart's points, from 1) and

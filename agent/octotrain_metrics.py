@@ -1,4 +1,4 @@
-"""Write training metrics the way Octotrain's charts read them (README: METRICS).
+"""Write training metrics the way Octotrain's charts read them (docs: the environment contract).
 
 Dependency-free, for algorithm authors::
 

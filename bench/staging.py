@@ -15,8 +15,8 @@ measures:
 - archiving a large model (upload with checksums, check, version committed in a SQLite catalog)
   against ``cp`` (local) or boto3's ``upload_file`` with a plain client (S3). Ratio: baseline /
   archive time. On S3 also ``upload_file`` with the client the store is given by its Airflow
-  connection (bodies sent with their CRC32, unsigned: README), the part of the ratio its
-  settings make.
+  connection (bodies sent with their CRC32, unsigned: docs/concepts/tasks-and-catalog.md), the
+  part of the ratio its settings make.
 
 Each figure is the median of ``--repeat`` runs, baseline and Octotrain taking turns to go
 first, each started right after deleting what its own side wrote the round before and
@@ -281,7 +281,7 @@ class Bench:
         baseline, archived = statistics.median(baselines), statistics.median(ours)
         figures: list[Figure] = [("archive model: baseline", baseline, 1.0, baselines)]
         if alike:
-            # The same upload with the store's client settings (bodies unsigned, README): how
+            # The same upload with the store's client settings (bodies unsigned, docs): how
             # much of the ratio those settings make, how much the rest of the archive costs.
             upload = statistics.median(alike)
             figures.append(("archive model: store's client", upload, baseline / upload, alike))

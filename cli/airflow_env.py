@@ -13,9 +13,9 @@ from cli.airflow_sqlite import sqlite_contention_settings
 from octotrain.settings import REPO_ROOT, Settings
 
 ADMIN_USER = "admin"
-# How fast a run's stages follow one another (README: Configuration). Plugins are loaded once in
-# each Airflow process that starts tasks (the scheduler with its LocalExecutor, a Celery
-# worker), whose task processes inherit them, instead of in every task process. A scheduler
+# How fast a run's stages follow one another (docs/reference/configuration.md). Plugins are
+# loaded once in each Airflow process that starts tasks (the scheduler with its LocalExecutor,
+# a Celery worker), whose task processes inherit them, instead of in every task process. A scheduler
 # loop that found nothing to do sleeps 0.2 s, not 1 s, before looking again: a stage's end is
 # seen sooner (0.3-0.6 s less wait before each of a run's stages, bench.trigger); a loop that
 # scheduled something never sleeps, so a busy scheduler is unchanged.

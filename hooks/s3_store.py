@@ -430,7 +430,8 @@ def s3_store_from_url(url: str, *, attempts: int, first_wait_seconds: float) -> 
     s3_settings = {
         "addressing_style": connection.extra_config.get("addressing_style", "path"),
         # Over http as over https, a body's CRC32 goes with it, not its SHA-256: a second
-        # pass over every byte uploaded, on the core the S3 server may share (see README).
+        # pass over every byte uploaded, on the core the S3 server may share (see
+        # docs/concepts/tasks-and-catalog.md).
         "payload_signing_enabled": False,
     } | (given.s3 or {})
     defaults = Config(

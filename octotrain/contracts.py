@@ -1,4 +1,5 @@
-"""The README's contracts in code: node names, log file names and the training environment.
+"""The contracts of docs/concepts/environment-contract.md in code: node names, log file names
+and the training environment.
 
 Everything that a training process, the agent, the launchers and the log pages must agree on is
 spelled here once, so that a rename cannot drift between them.
@@ -14,8 +15,8 @@ METRICS_META_FILE = "metrics.json"
 DAG_ID_PREFIX = "octotrain_task_"
 # The four log files of a node, in the order the log pages list them.
 LOG_KINDS = ("train", "init", "sidecar", "supplemental")
-# The variables the platform sets for every training process (README: contract); an algorithm may
-# not declare them, since the platform's values always win.
+# The variables the platform sets for every training process (docs: the environment contract);
+# an algorithm may not declare them, since the platform's values always win.
 PLATFORM_ENV_NAMES = frozenset(
     {
         "MODEL",
@@ -143,7 +144,7 @@ def training_environment(
     algorithm_env: dict[str, str],
     with_model: bool,
 ) -> dict[str, str]:
-    """The environment a training process sees (README: the contract);
+    """The environment a training process sees (docs: the environment contract);
     ``MODEL`` (and ``MODEL_PATH``) only ``with_model``, for incremental training.
 
     The algorithm's variables come first so that the platform's names always win: a task must

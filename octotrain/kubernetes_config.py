@@ -64,7 +64,8 @@ class KubernetesConfig(_Config):
     startup_check_interval_seconds: int = Field(default=5, ge=1, le=60)
     object_store_secret: str = ""
     node_cache_host_path: str = ""
-    # The Pod Security Standard the training namespace enforces (README).
+    # The Pod Security Standard the training namespace enforces
+    # (docs/concepts/kubernetes-launcher.md).
     pod_security: Literal["restricted", "baseline"] = "restricted"
     egress: list[EgressRule] = Field(default_factory=list)
     priority_classes: list[PriorityClass] = Field(default_factory=list)

@@ -127,8 +127,8 @@ class MetricDefinition(Document):
         )
 
     def chart_meta(self, parameters: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The chart as ``metrics.json`` declares it (README: METRICS), for a run
-        with these parameter values (its ``total``)."""
+        """The chart as ``metrics.json`` declares it (docs/concepts/environment-contract.md), for a
+        run with these parameter values (its ``total``)."""
         lines = [key for _, key in _lines(re.compile(self.regex), x=self.x, ys=self.axes)]
         meta: dict[str, Any] = {
             "name": self.name,

@@ -1,4 +1,4 @@
-"""Reading the METRICS folder a training process wrote (README: METRICS)."""
+"""Reading the METRICS folder a training process wrote (docs/concepts/environment-contract.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Judging a training's ``metrics.json`` by every rule of the manual (SPEC.md "Training metrics
-visualisation", README: METRICS).
+visualisation", docs/concepts/environment-contract.md: METRICS).
 
 The charts page must never go blank over a bad meta file: each chart is judged on its own,
 the valid ones are kept, and every problem is named by its place in the file

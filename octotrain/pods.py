@@ -9,7 +9,7 @@ Each pod has three containers sharing a work volume (``/octotrain/work``: the no
   ``CHECKPOINT``, and copies the in-pod agent into a shared volume;
 - ``base`` (the algorithm's image): the agent's wrapper, which starts the resource monitor and
   then the user's command with ``--name=value`` parameters and the training environment of
-  README: the contract, teeing its output to the train log;
+  docs: the environment contract, teeing its output to the train log;
 - ``sync`` (a native sidecar, Kubernetes 1.29+: an init container with ``restartPolicy:
   Always``, the Octotrain image): every few seconds uploads the logs, metrics and resource
   samples to the object store, and ``CHECKPOINT`` at most every ``checkpoint_sync_seconds``;

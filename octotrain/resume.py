@@ -2,7 +2,7 @@
 run left (``CHECKPOINT``, octotrain/checkpoints.py), recorded as resuming it.
 
 A run is resumed by triggering its task with ``resume_from`` (the earlier run's catalog id) in
-the conf, beside any other setting the run may change (README: Starting a run): Octotrain's
+the conf, beside any other setting the run may change (docs/how-to/start-a-run.md): Octotrain's
 API and command line do it for you. ``validate`` judges it here: the earlier run must be one of
 the same task that failed or was stopped (a successful run has its model; an active one still
 writes its checkpoint).

@@ -2,7 +2,7 @@
 
 Local folder of a run (``<runs_dir>/<task id>/<run key>/``)::
 
-    logs/                       the product's log files of every node (README: the contract)
+    logs/                       the product's log files of every node (the environment contract)
     nodes/<node index>/         MODEL, DATASET, MOUNTS, OUTPUT, METRICS, CHECKPOINT, the resource
                                 samples (resources.jsonl) and the wrapper's report of how the
                                 training ended (exit.json) of one node, its phase

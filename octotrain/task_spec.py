@@ -64,7 +64,7 @@ class DataRef(Document):
 
     @property
     def label(self) -> str:
-        """The input's folder name under ``DATASET`` (README: the contract)."""
+        """The input's folder name under ``DATASET`` (docs/concepts/environment-contract.md)."""
         return self.cache if self.cache is not None else f"{self.dataset}_{self.version}"
 
 

@@ -1,6 +1,7 @@
 """A run's time limits: how long its nodes may wait for resources (``max_wait_seconds``: a pod
 pending, unschedulable) and how long each may train (``max_training_seconds``, from the start of
-its training command). A task sets them, a run's conf may change them (README: Time limits).
+its training command). A task sets them, a run's conf may change them
+(docs/concepts/limits-retries-hangs.md).
 
 On the training limit the node's wrapper sends the training SIGTERM, leaves it the stop's grace
 period to save a checkpoint, then kills it; the node fails, saying which limit fired, and the

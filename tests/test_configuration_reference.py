@@ -1,6 +1,6 @@
-"""README's configuration reference stays complete and true: a setting added to the code, the
-compose file or the Helm values without a line there fails here, and so does a documented
-Airflow setting that Airflow does not have."""
+"""The configuration reference (docs/reference/configuration.md) stays complete and true: a
+setting added to the code, the compose file or the Helm values without a line there fails here,
+and so does a documented Airflow setting that Airflow does not have."""
 
 from __future__ import annotations
 
@@ -21,11 +21,8 @@ SOURCE_SUFFIXES = {".py", ".toml", ".yaml", ".yml", ".sql", ".js", ".html", ""}
 
 
 def _reference() -> str:
-    """The README's "Configuration reference" section, up to the next top-level heading."""
-    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    start = readme.index("## Configuration reference")
-    end = readme.find("\n## ", start + 1)
-    return readme[start : end if end != -1 else None]
+    """The docs' configuration reference page."""
+    return (REPO_ROOT / "docs" / "reference" / "configuration.md").read_text(encoding="utf-8")
 
 
 def _files(folders: tuple[str, ...], files: tuple[str, ...] = ()) -> list[Path]:

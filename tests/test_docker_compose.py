@@ -1,6 +1,7 @@
-"""docker-compose.yaml is a valid Compose file and wires what the README promises (no Docker
-engine runs here, so nothing is started): Compose itself parses it (`docker compose config`, or
-Debian's docker-compose together with the Compose schema that package ships), and every Airflow
+"""docker-compose.yaml is a valid Compose file and wires what docs/how-to/deploy-compose.md
+promises (no Docker engine runs here, so nothing is started): Compose itself parses it
+(`docker compose config`, or Debian's docker-compose together with the Compose schema that
+package ships), and every Airflow
 service shares one configuration: the CeleryExecutor with Redis and PostgreSQL, one JWT secret,
 API secret key and Fernet key, the FAB auth manager, task logs in MinIO, the kubeconfig."""
 

@@ -4,7 +4,8 @@
 
 ``problems`` lists every broken rule of a document (422); a refused delete also lists its
 ``referrers`` (409). FastAPI's own request validation errors are answered in the same shape:
-400 when a query parameter is bad (the README's "a bad query parameter"), 422 otherwise.
+400 when a query parameter is bad (docs/reference/rest-api.md: "a bad query parameter"), 422
+otherwise.
 """
 
 from __future__ import annotations

@@ -249,7 +249,7 @@ def resume_run(
     response: Response,
     body: Annotated[RunRequest | None, Body()] = None,
 ) -> StartedRunView:
-    """The new run's nodes restore the earlier run's checkpoint (README: Resuming a run); its
+    """The new run's nodes restore the earlier run's checkpoint (docs/how-to/resume-a-run.md); its
     ``conf`` may change what a run may (``resume_from`` is set here). 409 when the run is
     active or succeeded, never started, or left no checkpoint."""
     wanted = body or RunRequest()

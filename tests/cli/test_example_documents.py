@@ -1,4 +1,4 @@
-"""The example documents in examples/ are valid against the demo catalog, as the README says
+"""The example documents in examples/ are valid against the demo catalog, as the docs say
 (the incremental one once house-price-model has a version, the cache one once its cache
 exists), and each is created by the command line."""
 

@@ -20,7 +20,8 @@ from tests.config.rbac import Access, allows, documents, grants, launcher_role, 
 
 VALUES_FILE = REPO_ROOT / "config" / "helm" / "values.yaml"
 PRIORITY_CLASSES_FILE = REPO_ROOT / "config" / "helm" / "priority-classes.yaml"
-# The README installs the chart with `-n airflow`: the worker's ServiceAccount lives there.
+# docs/how-to/deploy-helm.md installs the chart with `-n airflow`: the worker's
+# ServiceAccount lives there.
 RELEASE_NAMESPACE = "airflow"
 FAB = "airflow.providers.fab.auth_manager.fab_auth_manager.FabAuthManager"
 # Top-level keys of the official chart's values (apache/airflow chart/values.yaml, chart 1.21
@@ -181,7 +182,7 @@ def test_the_helm_install_migrates_the_catalog_and_creates_an_admin_without_a_pa
     assert migrate["applyCustomEnv"] is True  # the catalog URL comes from extraEnvFrom
     user = values["createUserJob"]["defaultUser"]
     assert user["enabled"] is True and user["role"] == "Admin"
-    assert user["password"] == ""  # given with --set-string at install (README)
+    assert user["password"] == ""  # given with --set-string at install (docs/how-to/deploy-helm.md)
     assert values["allowPodLaunching"] is False  # pods go to the training namespace only
 
 

@@ -1,5 +1,5 @@
-"""The Kubernetes objects shipped in config/ are valid for the oldest Kubernetes the README
-supports (1.29), checked strictly against its own OpenAPI schemas (an unknown or misspelt field
+"""The Kubernetes objects shipped in config/ are valid for the oldest Kubernetes the docs
+support (1.29), checked strictly against its own OpenAPI schemas (an unknown or misspelt field
 is an error): the RBAC manifest, the priority classes, the objects in the Helm values that are
 Kubernetes' own (the chart itself cannot be rendered here: no helm, no network), and what
 config/kubernetes.toml and config/mount_volumes.toml put into pods."""

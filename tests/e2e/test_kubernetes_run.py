@@ -1,7 +1,7 @@
 """Training tasks run with the Kubernetes launcher end to end: the real DAGs (``dag.test()``),
 the real KubernetesPodOperator and kubernetes client, against the loopback Kubernetes API
 emulator of ``tests.k8s_emulator`` (each container a process on this machine), and, opt-in
-(``-m k8s_real``), against a real cluster (the README's "The Kubernetes launcher"). Two-node
+(``-m k8s_real``), against a real cluster (docs/concepts/kubernetes-launcher.md). Two-node
 tasks: success, a node that fails, an OOM kill, pods that cannot be scheduled, a user's stop of
 a training that ignores SIGTERM (no failure in Airflow: its launch tasks skipped without a
 traceback, its run noted), a command that cannot start, a node failing while the other trains,
@@ -69,7 +69,8 @@ launch_retries = 2
 # The store is wherever the test puts it (on a real cluster, MinIO on kind's network).
 [[egress]]
 """
-# A real cluster (opt-in, ``-m k8s_real``): what it needs is in the README.
+# A real cluster (opt-in, ``-m k8s_real``): what it needs is in
+# docs/concepts/kubernetes-launcher.md.
 REAL_CLUSTER_ENV = ("KUBECONFIG", "OCTOTRAIN_E2E_IMAGE", "OCTOTRAIN_E2E_STORE_URL")
 # The User-Agent of this module's own client (its assertions), told apart from the launcher's.
 TEST_CLIENT = "octotrain-e2e-assertions"
@@ -161,7 +162,8 @@ def real(root: Path) -> Iterator[Place]:
     both this machine and the pods reach (its Airflow connection in the environment)."""
     missing = [name for name in REAL_CLUSTER_ENV if not os.environ.get(name)]
     if missing:
-        pytest.skip(f"a real cluster needs {', '.join(missing)} (README: the Kubernetes launcher)")
+        needs = ", ".join(missing)
+        pytest.skip(f"a real cluster needs {needs} (docs/concepts/kubernetes-launcher.md)")
     url = os.environ["OCTOTRAIN_E2E_STORE_URL"]
     conn_id = parse_qs(urlparse(url).query).get("conn_id", ["minio_default"])[0]
     connection = f"AIRFLOW_CONN_{conn_id.upper()}"

@@ -20,7 +20,7 @@
 # The environment's GOFLAGS are passed on, e.g. on a busy machine:
 #   GOMAXPROCS=1 GOFLAGS=-p=1 nice -n 19 tools/k8s/build.sh
 # A cold build of the three k8s binaries is CPU-heavy (tens of minutes on
-# 2 cores); see README.md for measured times.
+# 2 cores); see docs/development/testing.md for measured times.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

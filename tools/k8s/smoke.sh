@@ -6,7 +6,7 @@
 # Usage: tools/k8s/smoke.sh            (builds via build.sh if the cache is cold)
 #        KEEP=1 tools/k8s/smoke.sh     (keep the temp folder for inspection)
 # Each step is written out as a plain command so that it can be turned into a
-# pytest fixture; README.md lists the same commands.
+# pytest fixture; docs/development/testing.md lists the same commands.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
