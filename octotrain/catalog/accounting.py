@@ -289,40 +289,29 @@ class Accounting:
     ) -> TaskRunsUsage:
         """Task ``task_id``'s usage within ``month`` (all time if None): its total and the
         ``window`` of its runs (every one if None, read a page at a time)."""
-        name, total = self._task_total(task_id, month)
+        task = Tasks(self.session, self.scope).get(task_id)
+        time_window = _window_of(month)
+        runs_of_task = self._runs(TrainingTask.id == task.id, time_window)
+        total = sum((run.usage for run in self._usages(runs_of_task, time_window)), Usage())
+
+        def read(page: paging.Window) -> paging.Page[RunUsage]:
+            found = paging.paged(self.session, runs_of_task, page)
+            return paging.Page(self._with_holds(found.items, time_window), found.total)
+
         if window is None:
-            runs = list(paging.every_item(lambda page: self._task_runs(task_id, month, page)))
+            runs = list(paging.every_item(read))
             count = len(runs)
         else:
-            page = self._task_runs(task_id, month, window)
-            runs, count = page.items, page.total
+            shown = read(window)
+            runs, count = shown.items, shown.total
         return TaskRunsUsage(
-            task_id=task_id,
-            task_name=name,
+            task_id=task.id,
+            task_name=task.name,
             month=str(month) if month else None,
             total=total,
             runs=runs,
             total_entries=count,
         )
-
-    def _task_total(self, task_id: int, month: Month | None = None) -> tuple[str, Usage]:
-        """Task ``task_id``'s name and its usage within ``month`` (all time if None), summed
-        over its runs a chunk at a time."""
-        task = Tasks(self.session, self.scope).get(task_id)
-        window = _window_of(month)
-        runs = self._usages(self._runs(TrainingTask.id == task.id, window), window)
-        return task.name, sum((run.usage for run in runs), Usage())
-
-    def _task_runs(
-        self, task_id: int, month: Month | None, window: paging.Window
-    ) -> paging.Page[RunUsage]:
-        """The ``window`` of task ``task_id``'s runs that used anything within ``month``,
-        read a page at a time in the database."""
-        task = Tasks(self.session, self.scope).get(task_id)
-        time_window = _window_of(month)
-        runs = self._runs(TrainingTask.id == task.id, time_window)
-        page = paging.paged(self.session, runs, window)
-        return paging.Page(self._with_holds(page.items, time_window), page.total)
 
     def run_of(self, task_id: int, run_id: int) -> RunUsage:
         """Run ``run_id`` of task ``task_id``, all time."""
