@@ -5,7 +5,7 @@ PORT ?= 8080
 
 .PHONY: run test test-machine k8s-binaries bench docs docs-serve uv sync
 
-run: sync ## install from the lock file, start Airflow, run the 2-node demo, keep Airflow up
+run: docs ## install from the lock file, build the docs, start Airflow, run the 2-node demo, keep Airflow up
 	$(UV) run octotrain up --port $(PORT)
 
 test: sync test-machine k8s-binaries ## lint, check the layering, run the whole test suite (SQLite and PostgreSQL)

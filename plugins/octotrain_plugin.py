@@ -65,5 +65,13 @@ class OctotrainPlugin(AirflowPlugin):
             "url_route": CONSOLE_ROUTE,
             "icon": CONSOLE_ICON,
             "icon_dark_mode": CONSOLE_ICON_DARK_MODE,
-        }
+        },
+        # The docs site, in Airflow's own Docs menu (beside Airflow's documentation).
+        {
+            "name": "Octotrain docs",
+            "href": f"{URL_PREFIX}/manual/",
+            "destination": "nav",
+            "category": "docs",
+            "url_route": "octotrain-docs",
+        },
     ]

@@ -25,7 +25,14 @@ from plugins.api import (
 )
 from plugins.api.body_limit import BodyLimit
 from plugins.api.errors import ERROR_RESPONSES, install_error_handlers
-from plugins.ui import accounting_pages, catalog_pages, compare_pages, pages, run_pages
+from plugins.ui import (
+    accounting_pages,
+    catalog_pages,
+    compare_pages,
+    manual_pages,
+    pages,
+    run_pages,
+)
 
 API_PREFIX = "/api/v1"
 
@@ -59,6 +66,7 @@ def create_app() -> FastAPI:
     app.include_router(accounting_pages.router, dependencies=[Depends(get_user)])
     app.include_router(run_pages.router, dependencies=[Depends(get_user)])
     app.include_router(compare_pages.router, dependencies=[Depends(get_user)])
+    app.include_router(manual_pages.router, dependencies=[Depends(get_user)])
     install_error_handlers(app)
     app.add_middleware(BodyLimit, limit=get_settings().max_request_bytes)
     return app

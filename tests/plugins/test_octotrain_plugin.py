@@ -106,7 +106,9 @@ def test_airflow_lists_the_run_tabs_and_the_navigation_entry(
     plugins = airflow_api_server.get("/api/v2/plugins", headers=alice).json()["plugins"]
     (ours,) = [plugin for plugin in plugins if plugin["name"] == "octotrain"]
     views = {view["name"]: view for view in ours["external_views"]}
-    assert list(views) == ["Metrics", "Resources", "Logs", "Training"]
+    assert list(views) == ["Metrics", "Resources", "Logs", "Training", "Octotrain docs"]
+    manual = views["Octotrain docs"]  # in Airflow's own Docs menu
+    assert (manual["category"], manual["href"]) == ("docs", "/octotrain/manual/")
     for name in ("metrics", "resources", "logs"):
         tab = views[name.title()]
         assert tab["destination"] == "dag_run" and tab["url_route"] == f"octotrain-{name}"
