@@ -17,11 +17,11 @@ from kubernetes.client import ApiClient, CoreV1Api, NetworkingV1Api, V1DeleteOpt
 from kubernetes.client.rest import ApiException
 
 from hooks.kubernetes_retry import api_retrying
+from octotrain.launcher_permissions import RBAC_FILE
 
 HTTP_CONFLICT = 409
 HTTP_NOT_FOUND = 404
 HTTP_FORBIDDEN = 403
-RBAC_FILE = "config/kubernetes/rbac.yaml"
 
 
 class LauncherForbidden(RuntimeError):
@@ -61,7 +61,7 @@ class KubernetesRuns:
     def networking(self) -> NetworkingV1Api:
         return NetworkingV1Api(api_client=self.hook.api_client)
 
-    def _call(self, function: Callable[..., Any], **kwargs: Any) -> Any:
+    def call(self, function: Callable[..., Any], **kwargs: Any) -> Any:
         """``function`` tried again on transient errors; a refusal for want of a permission
         is ``LauncherForbidden``, naming the permission."""
         try:
@@ -103,13 +103,13 @@ class KubernetesRuns:
 
     def pods(self, labels: dict[str, str]) -> list[dict[str, Any]]:
         selector = ",".join(f"{key}={value}" for key, value in labels.items())
-        found = self._call(
+        found = self.call(
             self.api.list_namespaced_pod, namespace=self.namespace, label_selector=selector
         )
         return [self.plain(pod) for pod in found.items]
 
     def events(self, pod_name: str) -> list[dict[str, Any]]:
-        found = self._call(
+        found = self.call(
             self.api.list_namespaced_event,
             namespace=self.namespace,
             field_selector=f"involvedObject.name={pod_name}",
@@ -127,7 +127,7 @@ class KubernetesRuns:
         """A create whose 409 means done: an earlier try, or a retry whose first answer was
         lost, made it."""
         try:
-            self._call(create, namespace=self.namespace, body=body)
+            self.call(create, namespace=self.namespace, body=body)
         except ApiException as error:
             if error.status != HTTP_CONFLICT:
                 raise
@@ -135,7 +135,7 @@ class KubernetesRuns:
     def _delete(self, delete: Callable[..., Any], name: str, **kwargs: Any) -> bool:
         """A delete whose 404 means done; False then."""
         try:
-            self._call(delete, name=name, namespace=self.namespace, **kwargs)
+            self.call(delete, name=name, namespace=self.namespace, **kwargs)
         except ApiException as error:
             if error.status == HTTP_NOT_FOUND:
                 return False

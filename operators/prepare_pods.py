@@ -1,13 +1,16 @@
 """``stage_data`` with the Kubernetes launcher: prepare what the pods stage themselves.
 
-Each pod's init container stages its node's inputs (``octotrain node stage``); this task looks
-the inputs up in the catalog as they are now (an input deleted since ``validate`` fails the run
-here, named in every node's init log), writes the run's stage plan to the object store for the
-init containers, and creates the run's NetworkPolicy (``octotrain.network_policy``: its pods
-reach each other, the cluster DNS and the configured egress, and nothing else reaches them), the
-headless Service that gives each node of a distributed run its DNS name, and the Secret of the
-run's secret variables and parameters, which its pods read by reference (all deleted by the
-``delete_service`` teardown, whatever happens).
+First it checks the launcher's access to the cluster (``hooks.kubernetes_access``: the
+connection loads and is accepted, and holds every permission the run will use), so that a wrong
+kubeconfig or a Role without ``pods/log`` fails the run here, saying so, before anything is
+created. Each pod's init container stages its node's inputs (``octotrain node stage``); this
+task looks the inputs up in the catalog as they are now (an input deleted since ``validate``
+fails the run here, named in every node's init log), writes the run's stage plan to the object
+store for the init containers, and creates the run's NetworkPolicy
+(``octotrain.network_policy``: its pods reach each other, the cluster DNS and the configured
+egress, and nothing else reaches them), the headless Service that gives each node of a
+distributed run its DNS name, and the Secret of the run's secret variables and parameters, which
+its pods read by reference (all deleted by the ``delete_service`` teardown, whatever happens).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowFailException
 
 from hooks.catalog import default_catalog
+from hooks.kubernetes_access import LauncherAccessError, check_launcher_access
 from hooks.kubernetes_runs import KubernetesRuns
 from hooks.object_store import default_object_store
 from hooks.pod_node import stage_plan
@@ -40,6 +44,14 @@ class PreparePodsOperator(TrainingStageOperator):
 
     def execute(self, context: Context) -> str:
         plan = self.run_plan(context)
+        settings = get_settings()
+        runs = KubernetesRuns(
+            conn_id=settings.kubernetes_conn_id, namespace=settings.kubernetes_namespace
+        )
+        try:
+            check_launcher_access(runs, conn_id=settings.kubernetes_conn_id)
+        except LauncherAccessError as error:
+            raise AirflowFailException(str(error)) from None
         store = default_object_store()
         objects = plan.objects
         with default_catalog().session() as session:
@@ -56,10 +68,6 @@ class PreparePodsOperator(TrainingStageOperator):
             document = stage_plan(data, models, checkpoint_sources=plan.checkpoint_sources)
             path.write_text(json.dumps(document))
             store.put_file(objects.stage_plan, path)
-        settings = get_settings()
-        runs = KubernetesRuns(
-            conn_id=settings.kubernetes_conn_id, namespace=settings.kubernetes_namespace
-        )
         policy = run_network_policy(plan, settings.kubernetes_namespace, kubernetes_config())
         runs.ensure_network_policy(policy)
         self.log.info("network policy %s", policy["metadata"]["name"])

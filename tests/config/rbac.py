@@ -13,6 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 import yaml
 
 from octotrain.settings import REPO_ROOT
+from tests.k8s_control_plane import ControlPlane, create
 
 RBAC_FILE = REPO_ROOT / "config" / "kubernetes" / "rbac.yaml"
 # Non-resource paths that every authenticated client may read (the default ClusterRoles
@@ -20,6 +21,12 @@ RBAC_FILE = REPO_ROOT / "config" / "kubernetes" / "rbac.yaml"
 DISCOVERY_PATHS = frozenset(
     {"/api", "/api/v1", "/apis", "/version", "/healthz", "/livez", "/readyz", "/openapi/v2"}
 )
+# What every authenticated user may ask of the API server about itself (the default
+# ClusterRole system:basic-user): who it is, and whether it may do something.
+BASIC_USER_GRANTS = frozenset({
+    ("authentication.k8s.io", "selfsubjectreviews", "create"),
+    ("authorization.k8s.io", "selfsubjectaccessreviews", "create"),
+})  # fmt: skip
 _VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
 
 
@@ -90,3 +97,42 @@ def request_access(method: str, path: str) -> Access | None:
     else:
         verb = _VERBS[method]
     return Access(verb=verb, resource=resource, namespace=namespace, api_group=group)
+
+
+# Where each kind of the file is created (in the training namespace it names).
+SHIPPED_PATHS = {
+    "Namespace": "/api/v1/namespaces",
+    "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/octotrain/roles",
+    "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/octotrain/rolebindings",
+}
+
+
+def apply_shipped(plane: ControlPlane) -> list[dict[str, Any]]:
+    """The shipped documents created in the tests' control plane (each left as it is when it
+    exists already); the documents."""
+    shipped = documents()
+    for document in shipped:
+        create(plane, SHIPPED_PATHS[document["kind"]], document)
+    return shipped
+
+
+def worker_account() -> dict[str, str]:
+    """The worker's service account, which the shipped RoleBinding names first."""
+    [binding] = [document for document in documents() if document["kind"] == "RoleBinding"]
+    return dict(binding["subjects"][0])
+
+
+def bind_role_without(plane: ControlPlane, account: str, resource: str) -> None:
+    """The service account ``account`` of the training namespace bound to a Role named after
+    it: the shipped Role less its rule for ``resource``."""
+    role = launcher_role()
+    rules = [rule for rule in role["rules"] if rule["resources"] != [resource]]
+    assert len(rules) == len(role["rules"]) - 1, f"no rule of its own for {resource}"
+    namespace = role["metadata"]["namespace"]
+    create(plane, SHIPPED_PATHS["Role"], role | {"metadata": {"name": account}, "rules": rules})
+    create(plane, SHIPPED_PATHS["RoleBinding"], {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": account},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": account},
+        "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
+    })  # fmt: skip

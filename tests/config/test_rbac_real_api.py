@@ -8,16 +8,11 @@ from typing import Any
 
 import pytest
 
-from tests.config.rbac import documents, grants, launcher_role
+from octotrain.launcher_permissions import LAUNCHER_PERMISSIONS
+from tests.config.rbac import apply_shipped, grants, launcher_role
 from tests.k8s_control_plane import ControlPlane
 
 NAMESPACE = "octotrain"
-# Where each kind of the file is created.
-PATHS = {
-    "Namespace": "/api/v1/namespaces",
-    "Role": f"/apis/rbac.authorization.k8s.io/v1/namespaces/{NAMESPACE}/roles",
-    "RoleBinding": f"/apis/rbac.authorization.k8s.io/v1/namespaces/{NAMESPACE}/rolebindings",
-}
 # Calls the launcher never makes, so the Role must not allow them.
 NOT_GRANTED = [("", "pods", "watch"), ("", "pods/exec", "create"), ("", "secrets", "get"),
                ("", "secrets", "list"), ("", "configmaps", "create"), ("apps", "deployments",
@@ -27,12 +22,7 @@ NOT_GRANTED = [("", "pods", "watch"), ("", "pods/exec", "create"), ("", "secrets
 @pytest.fixture(scope="module")
 def applied(k8s_api: ControlPlane) -> list[dict[str, Any]]:
     """The shipped documents, created in the cluster (the Namespace first)."""
-    shipped = documents()
-    with k8s_api.client() as api:
-        for document in shipped:
-            answer = api.post(PATHS[document["kind"]], json=document)
-            assert answer.status_code in (201, 409), (document["kind"], answer.text)
-    return shipped
+    return apply_shipped(k8s_api)
 
 
 def _allowed(k8s_api: ControlPlane, user: str, namespace: str, grant: tuple[str, str, str]) -> bool:
@@ -71,3 +61,11 @@ def test_the_launchers_accounts_may_make_each_call_of_the_role_in_its_namespace_
             assert not _allowed(k8s_api, user, "default", grant), (user, grant)
         for grant in NOT_GRANTED:
             assert not _allowed(k8s_api, user, NAMESPACE, grant), (user, grant)
+
+
+def test_the_role_grants_exactly_what_the_launcher_checks_before_a_run() -> None:
+    """``octotrain.launcher_permissions`` (checked by ``stage_data`` before a run creates
+    anything) and the shipped Role are the same list."""
+    checked = {(p.api_group, p.resource, p.verb) for p in LAUNCHER_PERMISSIONS}
+    assert checked == grants(launcher_role())
+    assert len(checked) == len(LAUNCHER_PERMISSIONS)  # no permission listed twice

@@ -1,0 +1,86 @@
+"""The launcher's access to the cluster, checked before a run creates anything there: the
+Airflow Kubernetes connection must load, reach the API server and be accepted by it, and its
+user must hold every permission of ``octotrain.launcher_permissions`` in the training
+namespace (asked of the API server itself with ``SelfSubjectAccessReview``, which every
+authenticated user may create). A failure is one sentence that names the connection, the user
+and the missing permissions, instead of a client's stack trace half way into a run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes.client import AuthenticationV1Api, AuthorizationV1Api
+from kubernetes.client.rest import ApiException
+from kubernetes.config.config_exception import ConfigException
+from urllib3.exceptions import HTTPError
+
+from hooks.kubernetes_runs import KubernetesRuns
+from octotrain.launcher_permissions import LAUNCHER_PERMISSIONS, RBAC_FILE, Permission
+
+HTTP_UNAUTHORIZED = 401
+
+
+class LauncherAccessError(RuntimeError):
+    """The launcher cannot use the cluster; the message says why and what to change."""
+
+
+def check_launcher_access(
+    runs: KubernetesRuns,
+    *,
+    conn_id: str,
+    permissions: tuple[Permission, ...] = LAUNCHER_PERMISSIONS,
+) -> None:
+    """Raise ``LauncherAccessError`` unless the connection ``conn_id`` (which ``runs`` uses)
+    reaches the API server as a user holding every one of ``permissions`` in ``runs``'
+    namespace."""
+    try:
+        client = runs.hook.api_client
+        user = _user(runs, AuthenticationV1Api(client))
+        authorization = AuthorizationV1Api(client)
+        missing = [p for p in permissions if not _allowed(runs, authorization, p)]
+    except ConfigException as error:
+        raise LauncherAccessError(
+            f"the Kubernetes connection '{conn_id}' cannot be used: {error}"
+        ) from None
+    except ApiException as error:
+        if error.status == HTTP_UNAUTHORIZED:
+            raise LauncherAccessError(
+                f"the Kubernetes API at {_host(runs)} refused the credentials of the connection "
+                f"'{conn_id}' (401 Unauthorized): its kubeconfig's token or client certificate "
+                "is wrong or has expired"
+            ) from None
+        raise
+    except HTTPError as error:
+        raise LauncherAccessError(
+            f"the Kubernetes API at {_host(runs)} (connection '{conn_id}') cannot be reached: "
+            f"{error}"
+        ) from None
+    if missing:
+        listed = ", ".join(str(permission) for permission in missing)
+        raise LauncherAccessError(
+            f"the launcher's Kubernetes user {user} (connection '{conn_id}') may not {listed} "
+            f"in the namespace {runs.namespace}; grant it the Role of {RBAC_FILE} "
+            f"(kubectl apply -f {RBAC_FILE})"
+        )
+
+
+def _user(runs: KubernetesRuns, api: AuthenticationV1Api) -> str:
+    """Who the API server takes the connection for (``SelfSubjectReview``)."""
+    review = runs.call(api.create_self_subject_review, body={
+        "apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})  # fmt: skip
+    return f'"{review.status.user_info.username}"'
+
+
+def _allowed(runs: KubernetesRuns, api: AuthorizationV1Api, permission: Permission) -> bool:
+    attributes: dict[str, Any] = {"namespace": runs.namespace, "verb": permission.verb,
+                                  "group": permission.api_group}  # fmt: skip
+    resource, _, subresource = permission.resource.partition("/")
+    attributes |= {"resource": resource, "subresource": subresource}
+    review = runs.call(api.create_self_subject_access_review, body={
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": attributes}})  # fmt: skip
+    return bool(review.status.allowed)
+
+
+def _host(runs: KubernetesRuns) -> str:
+    return str(runs.hook.api_client.configuration.host)

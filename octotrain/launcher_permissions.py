@@ -1,0 +1,38 @@
+"""What Octotrain's Kubernetes launcher must be allowed in its training namespace: the one list
+that the launcher checks before a run creates anything (``hooks.kubernetes_access``) and that
+the shipped Role (``config/kubernetes/rbac.yaml``) grants, no more and no less (a test holds
+the two together)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+RBAC_FILE = "config/kubernetes/rbac.yaml"
+
+
+@dataclass(frozen=True, order=True)
+class Permission:
+    """``verb`` on ``resource`` (``pods``, or a subresource such as ``pods/log``) of the API
+    group ``api_group`` (``""``: the core group), in the training namespace."""
+
+    api_group: str
+    resource: str
+    verb: str
+
+    def __str__(self) -> str:
+        group = f" ({self.api_group})" if self.api_group else ""
+        return f"{self.verb} {self.resource}{group}"
+
+
+def _each(api_group: str, resource: str, *verbs: str) -> tuple[Permission, ...]:
+    return tuple(Permission(api_group, resource, verb) for verb in verbs)
+
+
+LAUNCHER_PERMISSIONS: tuple[Permission, ...] = (
+    *_each("", "pods", "create", "get", "list", "patch", "delete"),
+    *_each("", "pods/log", "get"),
+    *_each("", "services", "create", "delete"),
+    *_each("", "secrets", "create", "delete"),
+    *_each("networking.k8s.io", "networkpolicies", "create", "delete"),
+    *_each("", "events", "list", "watch"),
+)
