@@ -5,6 +5,7 @@ the store (the pods' nodes and the Airflow tasks that watch them share no file s
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Callable
 
@@ -12,6 +13,8 @@ from hooks.run_files import read_json, read_text, write_text
 from octotrain.abort_flags import AbortFlag
 from octotrain.run_layout import RunObjects
 from octotrain.storage import ObjectStore
+
+log = logging.getLogger(__name__)
 
 
 class StoreAbortMarker:
@@ -76,7 +79,10 @@ class AbortWatcher:
                 self.on_flag(flag)
                 return
             if self.on_look is not None:
-                self.on_look()
+                try:
+                    self.on_look()
+                except Exception:  # a look that failed must not end the watch of the flag
+                    log.exception("the look beside the abort flag failed")
 
     def __enter__(self) -> AbortWatcher:
         self._thread.start()

@@ -30,13 +30,16 @@ the lost pod and creates the node's pod again, which restores the node's checkpo
 training starts; every other node's trigger (or, synchronous, its ``RestartWatcher``) sees the
 request and takes its pod down with the grace period to save a checkpoint, and its task starts
 it again too, as a rendezvous needs every member. A node that failed for want of its lost peer
-joins the restart. Each pod carries the number of the restart it belongs to (the label
+joins the restart. A pod its Kubernetes node left behind (deleted when the node stopped
+answering, but never gone: ``octotrain.left_behind_pods``) is deleted at once, and so lost
+too. Each pod carries the number of the restart it belongs to (the label
 ``octotrain.io/start``), and each restarted start leaves a line for the node's supplemental
 log (``collect_logs`` writes it).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -60,6 +63,7 @@ from octotrain.abort_flags import AbortFlag
 from octotrain.contracts import NodeLogNames
 from octotrain.failure_classes import FailureClass, pod_end_class, pod_loss
 from octotrain.kubernetes_config import kubernetes_config
+from octotrain.left_behind_pods import LEFT_BEHIND_CHECK_SECONDS, left_behind, left_behind_message
 from octotrain.planning import RunPlan
 from octotrain.pods import node_pod
 from octotrain.restarts import RunRestart, restart_due, what_was_done
@@ -201,12 +205,23 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         if self.deferrable:
             with self._failure_raises_the_flag(abort):
                 return super().execute(context)
+        hang_notices = self._hangs.notices(node_index=self.node_index, log=self.log)
+        next_look = time.monotonic() + LEFT_BEHIND_CHECK_SECONDS
+
+        def look() -> None:
+            """At each look at the flag: the hang's notices, and now and then whether the pod
+            was left behind by its node."""
+            nonlocal next_look
+            if hang_notices is not None:
+                hang_notices()
+            if time.monotonic() >= next_look:
+                self._delete_if_left_behind()
+                next_look = time.monotonic() + LEFT_BEHIND_CHECK_SECONDS
+
         watcher = AbortWatcher(
-            abort,
-            every=kubernetes_config().abort_check_seconds,
-            on_flag=self._stop_for,
-            on_look=self._hangs.notices(node_index=self.node_index, log=self.log),
-        )
+            abort, every=kubernetes_config().abort_check_seconds, on_flag=self._stop_for,
+            on_look=look,
+        )  # fmt: skip
         with self._failure_raises_the_flag(abort), watcher, self._restart_watcher():
             return super().execute(context)
 
@@ -349,6 +364,27 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         self.log.info("deleting the pod to start it again: node %s was lost", restart.node)
         runs = KubernetesRuns(conn_id=self.kubernetes_conn_id or "", namespace=str(self.namespace))
         runs.delete_pod(self.pod.metadata.name, grace_seconds=self._grace_seconds)
+
+    def _delete_if_left_behind(self) -> None:
+        """Synchronous: a pod its node left behind (``octotrain.left_behind_pods``) deleted at
+        once; the provider, following it, then sees it gone, and the task takes it for lost."""
+        if self.pod is None:
+            return
+        name = str(self.pod.metadata.name)
+        try:
+            pod = self.hook.get_pod(name, str(self.namespace))
+        except Exception as error:  # gone, or the API briefly away: the provider's to see
+            self.log.debug("could not read the pod: %s", error)
+            return
+        due = pod.metadata.deletion_timestamp
+        if not left_behind(due, now=datetime.now(UTC)):
+            return
+        self.log.warning("%s", left_behind_message(name, due))
+        runs = KubernetesRuns(conn_id=self.kubernetes_conn_id or "", namespace=str(self.namespace))
+        try:
+            runs.delete_pod(name, grace_seconds=0)
+        except Exception as error:  # looked at again next time
+            self.log.warning("could not delete the pod left behind: %s", error)
 
     def _pod_now(self) -> dict[str, Any] | None:
         """The node's pod as the API shows it now; None when it is gone."""

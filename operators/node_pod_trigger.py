@@ -17,6 +17,9 @@ says when the node looks hung in the task's log and the run's note (``operators.
 It also watches for the run's next restart (``octotrain.restarts``: another node was lost):
 the pod is then deleted the same way, with the grace period to save a checkpoint but no stop
 recorded, and a ``restart`` event fires, upon which the task starts the node's pod again.
+And every ``LEFT_BEHIND_CHECK_SECONDS`` it reads the pod: one that its Kubernetes node left
+behind (deleted, but never gone: ``octotrain.left_behind_pods``) is deleted at once, so that
+the task sees it lost instead of following it forever.
 
 The triggerer rebuilds a trigger from what ``serialize`` returns, kept in Airflow's metadata
 DB (and read again after a triggerer restart), so it holds JSON only, and no credential: the
@@ -31,7 +34,7 @@ import asyncio
 import contextlib
 import importlib
 from collections.abc import AsyncIterator
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any
 
@@ -44,6 +47,11 @@ from hooks.object_store import default_object_store
 from hooks.run_abort import StoreAbortMarker
 from hooks.run_restarts import StoreRunRestarts
 from octotrain.abort_flags import AbortFlag
+from octotrain.left_behind_pods import (
+    LEFT_BEHIND_CHECK_SECONDS,
+    left_behind,
+    left_behind_message,
+)
 from octotrain.restarts import RunRestart
 from operators.hang_notices import HangNotices, pod_hang_notices
 
@@ -197,7 +205,12 @@ class NodePodTrigger(BaseTrigger):
         or None once the pod has ended first. A flag this node raised (its own failure) cannot
         be replaced (the first flag stays), so once it is seen only the pod's end is waited
         for."""
+        loop = asyncio.get_running_loop()
+        next_look = loop.time() + LEFT_BEHIND_CHECK_SECONDS
         while not pod_end.done():
+            if loop.time() >= next_look:
+                await self._delete_if_left_behind()
+                next_look = loop.time() + LEFT_BEHIND_CHECK_SECONDS
             flag = await self._flag()
             if flag is not None and flag.concerns_other_than(self.node_index):
                 return flag
@@ -208,6 +221,26 @@ class NodePodTrigger(BaseTrigger):
                 await asyncio.to_thread(self.hang_notices)
             await asyncio.wait({pod_end}, timeout=None if flag else self.abort_check_seconds)
         return None
+
+    async def _delete_if_left_behind(self) -> None:
+        """A pod its node left behind (``octotrain.left_behind_pods``) deleted at once: the
+        provider's trigger then sees it gone, and the task takes it for lost."""
+        name, namespace = self.pod_trigger.pod_name, self.pod_trigger.pod_namespace
+        try:
+            pod = await self.pod_trigger.hook.get_pod(name=name, namespace=namespace)
+        except Exception as error:  # gone, or the API briefly away: the provider's to see
+            self.log.debug("could not read the pod: %s", error)
+            return
+        due = pod.metadata.deletion_timestamp
+        if not left_behind(due, now=datetime.now(UTC)):
+            return
+        self.log.warning("%s", left_behind_message(name, due))
+        try:
+            await self.pod_trigger.hook.delete_pod(
+                name=name, namespace=namespace, grace_period_seconds=0
+            )
+        except Exception as error:  # looked at again next time
+            self.log.warning("could not delete the pod left behind: %s", error)
 
     async def _flag(self) -> AbortFlag | None:
         """The run's abort flag; None also while the store cannot be read (looked at again
