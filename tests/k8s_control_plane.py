@@ -25,8 +25,8 @@ import ssl
 import subprocess
 import time
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -60,6 +60,10 @@ rules:
   - level: None
 """
 LOOPBACK = "127.0.0.1"
+# A node whose heartbeat (its Lease) is this old is NotReady (the default is 50 s), and its
+# pods are evicted this long after (the default is 300 s): a lost node's runs go on sooner.
+NODE_GRACE_SECONDS = 20
+TOLERATION_SECONDS = 2
 GPU = "nvidia.com/gpu"
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
 # What a Node's status says of its machine (the scheduler and kubectl read some of it).
@@ -83,6 +87,9 @@ class ControlPlane:
     ca: Path
     admin_cert: Path
     admin_key: Path
+    # Stops the kube-apiserver and starts it again on the same port and etcd; returns once it
+    # is ready (what a cluster's control-plane upgrade or a crashed apiserver does to clients).
+    restart_apiserver: Callable[[], None] = field(compare=False, repr=False)
 
     @property
     def audit_log(self) -> Path:
@@ -180,16 +187,30 @@ def _kubeconfig(path: Path, url: str, pki: Path) -> None:
     }))  # fmt: skip
 
 
-@contextmanager
-def _process(name: str, command: list[str], folder: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """A process with its output in ``folder/<name>.log``, stopped (SIGTERM, then SIGKILL
-    after ``STOP_SECONDS``) when the context ends."""
-    with (folder / f"{name}.log").open("wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                   start_new_session=True)  # fmt: skip
-    try:
-        yield process
-    finally:
+class _Processes:
+    """The plane's processes by name, each with its output appended to ``folder/<name>.log``:
+    one may be stopped and started again with the same command (a restart), and all are
+    stopped, in the reverse order of their starts, by ``stop_all``."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.commands: dict[str, list[str]] = {}
+        self.running: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start(self, name: str, command: list[str]) -> subprocess.Popen[bytes]:
+        with (self.folder / f"{name}.log").open("ab") as log:
+            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                       start_new_session=True)  # fmt: skip
+        self.commands[name], self.running[name] = command, process
+        return process
+
+    def restart(self, name: str) -> subprocess.Popen[bytes]:
+        self.stop(name)
+        return self.start(name, self.commands[name])
+
+    def stop(self, name: str) -> None:
+        """SIGTERM, then SIGKILL after ``STOP_SECONDS``."""
+        process = self.running.pop(name)
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGTERM)
             try:
@@ -197,6 +218,10 @@ def _process(name: str, command: list[str], folder: Path) -> Iterator[subprocess
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
+
+    def stop_all(self) -> None:
+        for name in reversed(list(self.running)):
+            self.stop(name)
 
 
 def _wait(name: str, process: subprocess.Popen[bytes], ready: Callable[[], bool],
@@ -234,57 +259,73 @@ def control_plane(folder: Path) -> Iterator[ControlPlane]:
     url = f"https://127.0.0.1:{api_port}"
     kubeconfig = folder / "admin.kubeconfig"
     _kubeconfig(kubeconfig, url, pki)
+    processes = _Processes(folder)
+
+    def restart_apiserver() -> None:
+        with plane.client() as api:
+            restarted = processes.restart("kube-apiserver")
+            _wait("kube-apiserver", restarted, lambda: api.get("/readyz").text == "ok", folder)
+
     plane = ControlPlane(url, folder, kubeconfig, pki / "ca.crt", pki / "admin.crt",
-                         pki / "admin.key")  # fmt: skip
+                         pki / "admin.key", restart_apiserver)  # fmt: skip
     (folder / "audit-policy.yaml").write_text(AUDIT_POLICY)
-    with ExitStack() as started, plane.client() as api:
-        etcd = started.enter_context(_process("etcd", [
-            str(etcd_bin / "etcd"), "--name=test", f"--data-dir={folder / 'etcd'}",
-            f"--listen-client-urls=http://127.0.0.1:{etcd_port}",
-            f"--advertise-client-urls=http://127.0.0.1:{etcd_port}",
-            f"--listen-peer-urls=http://127.0.0.1:{peer_port}",
-            f"--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}",
-            f"--initial-cluster=test=http://127.0.0.1:{peer_port}", "--unsafe-no-fsync",
-        ], folder))  # fmt: skip
-        health = f"http://127.0.0.1:{etcd_port}/health"
-        _wait("etcd", etcd, lambda: httpx.get(health, timeout=2).status_code == 200, folder)
-        apiserver = started.enter_context(_process("kube-apiserver", [
-            str(k8s / "kube-apiserver"), f"--etcd-servers=http://127.0.0.1:{etcd_port}",
-            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
-            "--endpoint-reconciler-type=none", f"--secure-port={api_port}",
-            f"--tls-cert-file={pki / 'apiserver.crt'}",
-            f"--tls-private-key-file={pki / 'apiserver.key'}",
-            f"--client-ca-file={pki / 'ca.crt'}", f"--service-account-issuer={url}",
-            f"--service-account-key-file={pki / 'sa.pub'}",
-            f"--service-account-signing-key-file={pki / 'sa.key'}",
-            "--service-cluster-ip-range=10.0.0.0/24", "--authorization-mode=Node,RBAC",
-            "--enable-admission-plugins=PodSecurity", f"--cert-dir={folder / 'apiserver-certs'}",
-            f"--kubelet-client-certificate={pki / 'kubelet-client.crt'}",
-            f"--kubelet-client-key={pki / 'kubelet-client.key'}",
-            f"--kubelet-certificate-authority={pki / 'ca.crt'}",
-            "--kubelet-preferred-address-types=InternalIP",
-            f"--audit-policy-file={folder / 'audit-policy.yaml'}",
-            f"--audit-log-path={plane.audit_log}", "--audit-log-mode=blocking",
-        ], folder))  # fmt: skip
-        _wait("kube-apiserver", apiserver, lambda: api.get("/readyz").text == "ok", folder)
-        common = [f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
-                  f"--authorization-kubeconfig={kubeconfig}", "--bind-address=127.0.0.1",
-                  "--leader-elect=false"]  # fmt: skip
-        for name, extra in (
-            ("kube-scheduler", []),
-            ("kube-controller-manager", [
-                f"--service-account-private-key-file={pki / 'sa.key'}",
-                f"--root-ca-file={pki / 'ca.crt'}", "--use-service-account-credentials=true",
-                "--controllers=*,-nodeipam",
-            ]),
-        ):  # fmt: skip
-            port = free_port()
-            process = started.enter_context(_process(name, [
-                str(k8s / name), *common, f"--secure-port={port}",
-                f"--cert-dir={folder / f'{name}-certs'}", *extra,
-            ], folder))  # fmt: skip
-            _wait(name, process, partial(_healthy, f"https://127.0.0.1:{port}/healthz"), folder)
+    try:
+        with plane.client() as api:
+            etcd = processes.start("etcd", [
+                str(etcd_bin / "etcd"), "--name=test", f"--data-dir={folder / 'etcd'}",
+                f"--listen-client-urls=http://127.0.0.1:{etcd_port}",
+                f"--advertise-client-urls=http://127.0.0.1:{etcd_port}",
+                f"--listen-peer-urls=http://127.0.0.1:{peer_port}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}",
+                f"--initial-cluster=test=http://127.0.0.1:{peer_port}", "--unsafe-no-fsync",
+            ])  # fmt: skip
+            health = f"http://127.0.0.1:{etcd_port}/health"
+            _wait("etcd", etcd, lambda: httpx.get(health, timeout=2).status_code == 200, folder)
+            apiserver = processes.start("kube-apiserver", [
+                str(k8s / "kube-apiserver"), f"--etcd-servers=http://127.0.0.1:{etcd_port}",
+                "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+                "--endpoint-reconciler-type=none", f"--secure-port={api_port}",
+                f"--tls-cert-file={pki / 'apiserver.crt'}",
+                f"--tls-private-key-file={pki / 'apiserver.key'}",
+                f"--client-ca-file={pki / 'ca.crt'}", f"--service-account-issuer={url}",
+                f"--service-account-key-file={pki / 'sa.pub'}",
+                f"--service-account-signing-key-file={pki / 'sa.key'}",
+                "--service-cluster-ip-range=10.0.0.0/24", "--authorization-mode=Node,RBAC",
+                "--enable-admission-plugins=PodSecurity",
+                f"--cert-dir={folder / 'apiserver-certs'}",
+                f"--kubelet-client-certificate={pki / 'kubelet-client.crt'}",
+                f"--kubelet-client-key={pki / 'kubelet-client.key'}",
+                f"--kubelet-certificate-authority={pki / 'ca.crt'}",
+                "--kubelet-preferred-address-types=InternalIP",
+                f"--audit-policy-file={folder / 'audit-policy.yaml'}",
+                f"--audit-log-path={plane.audit_log}", "--audit-log-mode=blocking",
+                # A pod on a node that stopped answering is evicted this soon (not 5 min).
+                f"--default-not-ready-toleration-seconds={TOLERATION_SECONDS}",
+                f"--default-unreachable-toleration-seconds={TOLERATION_SECONDS}",
+            ])  # fmt: skip
+            _wait("kube-apiserver", apiserver, lambda: api.get("/readyz").text == "ok", folder)
+            common = [f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
+                      f"--authorization-kubeconfig={kubeconfig}", "--bind-address=127.0.0.1",
+                      "--leader-elect=false"]  # fmt: skip
+            for name, extra in (
+                ("kube-scheduler", []),
+                ("kube-controller-manager", [
+                    f"--service-account-private-key-file={pki / 'sa.key'}",
+                    f"--root-ca-file={pki / 'ca.crt'}", "--use-service-account-credentials=true",
+                    "--controllers=*,-nodeipam",
+                    f"--node-monitor-grace-period={NODE_GRACE_SECONDS}s",
+                ]),
+            ):  # fmt: skip
+                port = free_port()
+                process = processes.start(name, [
+                    str(k8s / name), *common, f"--secure-port={port}",
+                    f"--cert-dir={folder / f'{name}-certs'}", *extra,
+                ])  # fmt: skip
+                _wait(name, process, partial(_healthy, f"https://127.0.0.1:{port}/healthz"),
+                      folder)  # fmt: skip
         yield plane
+    finally:
+        processes.stop_all()
 
 
 def register_node(

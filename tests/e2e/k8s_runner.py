@@ -1,6 +1,6 @@
 """Training runs with the Kubernetes launcher, in a process of their own: the real DAGs,
 operators and KubernetesPodOperator against the cluster that ``AIRFLOW_CONN_KUBERNETES_DEFAULT``
-points at (the tests' emulator, or a real cluster for the ``k8s_real`` tests).
+points at (the tests' control plane, or a real cluster for the ``k8s_real`` tests).
 
     k8s_runner.py dag SCENARIO ...          # each scenario's task run through dag.test()
     k8s_runner.py prepare TASK PLAN_FILE    # validate + stage_data of the task named TASK
@@ -215,6 +215,15 @@ def setup() -> dict[str, int]:
             f"restarted{mode}": add_task(
                 catalog,
                 name=f"restarted{mode}",
+                algorithm="checkpoints-every-step",
+                parameters={},
+            )
+            for mode in ("", "-sync")
+        },
+        **{
+            f"apiserver-restart{mode}": add_task(
+                catalog,
+                name=f"apiserver-restart{mode}",
                 algorithm="checkpoints-every-step",
                 parameters={},
             )

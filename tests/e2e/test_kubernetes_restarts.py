@@ -1,11 +1,15 @@
 """Retries by failure class with the Kubernetes launcher, end to end on the tests' real control
-plane (and, for the faults only it injects, the emulator): the real
-operators, triggers and pods (``tests/e2e/k8s_runner.py``: each node's launch task in a process
-of its own, its deferrals run there as the triggerer would). A 2-node run whose node 1 is
-evicted mid-training is started again, both nodes, from their checkpoints, and finishes with
-the model of an uninterrupted run, as does one whose machine is lost under both nodes; the
-task's restart limit is honoured; a training that fails on its own is not started again
-(``test_kubernetes_run``'s failing nodes, which now also say their failure class)."""
+plane: the real operators, triggers and pods (``tests/e2e/k8s_runner.py``: each node's launch
+task in a process of its own, its deferrals run there as the triggerer would), the real
+scheduler and controller-manager, and the node agent (``tests/k8s_node_agent``) as the
+kubelet. A 2-node run whose node 1 is evicted mid-training (through the Eviction API, as
+``kubectl drain`` asks; or by its kubelet, under node pressure) is started again, both nodes,
+from their checkpoints, and finishes with the model of an uninterrupted run, as does one whose
+machine dies under both nodes (its node goes NotReady, the controller-manager evicts its pods,
+which nothing will ever confirm); the task's restart limit is honoured; a training that fails
+on its own is not started again (``test_kubernetes_run``'s failing nodes, which now also say
+their failure class); and the kube-apiserver restarted mid-run costs nothing: no pod is made
+twice, no step is lost."""
 
 from __future__ import annotations
 
@@ -30,25 +34,19 @@ from tests.e2e.test_kubernetes_run import (
     results_of,
     stored,
 )
+from tests.k8s_node_agent.agent import NodeAgent
 
-# Far longer than a 2-node run of 20 s takes on the emulator, restarted, on a busy machine.
+# Far longer than a 2-node run of 20 s takes, restarted, on a busy machine (a lost node: 70 s more).
 DEADLINE_SECONDS = 180
 
 
-@pytest.fixture(scope="module", params=["control-plane", "emulator"])
+@pytest.fixture(scope="module", params=["control-plane"])
 def cluster(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Cluster]:
-    """The tests' real control plane (an eviction through the Eviction API, as ``kubectl
-    drain`` asks for one), and the emulator for what a real control plane cannot give cheaply
-    here: a kubelet's eviction under node pressure, a preemption, a machine lost at once."""
+    """The tests' real control plane, with one node of the node agent."""
     with clustered(request, tmp_path_factory) as found:
         yield found
-
-
-# The faults only the emulator injects (tests/k8s_emulator: TerminationByKubelet, preemption,
-# a node lost at once with every container).
-EMULATOR_ONLY = pytest.mark.parametrize("cluster", ["emulator"], indirect=True)
 
 
 @pytest.fixture(scope="module")
@@ -162,13 +160,12 @@ def test_a_node_evicted_mid_training_restarts_the_run_from_its_checkpoints(
     plan = _prepare(cluster, task, env)
     workers = {node: launch_in_background(cluster, plan, node, 1, env) for node in NODES}
     evicted = _checkpointed_pod(cluster, plan, "distributed-1", 40, workers)  # half way
-    if cluster.emulator is not None:  # the kubelet, under node pressure
-        cluster.emulator.evict(evicted, NAMESPACE)
+    # Each way reaches each kind of launch task once, at the cost of one run each.
+    if mode == "synchronous":  # the kubelet, under node pressure
+        cluster.agents[-1].evict(NAMESPACE, evicted)
         why = "TerminationByKubelet: The node was low on resource"
     else:  # the Eviction API, as kubectl drain asks for it
-        eviction = {"apiVersion": "policy/v1", "kind": "Eviction",
-                    "metadata": {"name": evicted, "namespace": NAMESPACE}}  # fmt: skip
-        cluster.api.create_namespaced_pod_eviction(evicted, NAMESPACE, eviction)
+        _evict(cluster, evicted)
         # The pod is deleted (with its DisruptionTarget) before the launcher reads its end.
         why = "deleted before its end could be read"
     result = _succeeded(cluster, workers, plan, tasks[task], env)
@@ -188,9 +185,15 @@ def test_a_node_evicted_mid_training_restarts_the_run_from_its_checkpoints(
     _ended_as_if_uninterrupted(cluster, plan, task, tasks[task])
 
 
+def _evict(cluster: Cluster, pod: str) -> None:
+    """An eviction through the Eviction API, as ``kubectl drain`` asks for one."""
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction",
+                "metadata": {"name": pod, "namespace": NAMESPACE}}  # fmt: skip
+    cluster.api.create_namespaced_pod_eviction(pod, NAMESPACE, eviction)
+
+
 # Deferred launch tasks only: the eviction test covers both ways a restart reaches a node.
 @pytest.mark.parametrize("mode", ["deferrable"])
-@EMULATOR_ONLY
 def test_a_lost_node_restarts_the_run_from_the_checkpoints_synced_before(
     cluster: Cluster,
     tasks: dict[str, int],
@@ -198,16 +201,23 @@ def test_a_lost_node_restarts_the_run_from_the_checkpoints_synced_before(
     mode: str,
 ) -> None:
     """The machine under both nodes dies: every container killed at once (no grace, no last
-    sync) and the pods deleted by the pod garbage collector. Both nodes start again on the node
-    that replaced it, from what their sidecars had synced, and the run ends as an uninterrupted
-    one would."""
-    assert cluster.emulator is not None
+    sync), no word from its kubelet any more. The controller-manager finds the node NotReady
+    and evicts its pods, which stay "Terminating" (no kubelet confirms it); the launch tasks
+    take them for left behind, delete them at once, and both nodes start again on the node
+    that replaced it, from what their sidecars had synced; the run ends as an uninterrupted one
+    would."""
+    assert cluster.plane is not None
     task = _task("node-lost", mode)
     plan = _prepare(cluster, task, env)
     workers = {node: launch_in_background(cluster, plan, node, 1, env) for node in NODES}
     for node in NODES:
         _checkpointed_pod(cluster, plan, node, 30, workers)
-    cluster.emulator.lose_node()
+    lost = cluster.agents[-1]
+    lost.lose()
+    replacement = NodeAgent(cluster.plane, f"{lost.node_name}-replacement",
+                            root=cluster.root / "replacement")  # fmt: skip
+    cluster.agents.append(replacement)
+    replacement.start()
     result = _succeeded(cluster, workers, plan, tasks[task], env)
     for node in NODES:
         train = stored(cluster, result, names(result, node).train)
@@ -251,21 +261,19 @@ def test_a_training_that_fails_on_its_own_is_not_started_again(
 
 # Deferred launch tasks only: the eviction test covers both ways a restart reaches a node.
 @pytest.mark.parametrize("mode", ["deferrable"])
-@EMULATOR_ONLY
 def test_the_task_s_restart_limit_is_honoured(
     cluster: Cluster,
     tasks: dict[str, int],
     env: dict[str, str],
     mode: str,
 ) -> None:
-    assert cluster.emulator is not None
     task = _task("restart-limit", mode)
     plan = _prepare(cluster, task, env)  # max_node_restarts: 1
     workers = {node: launch_in_background(cluster, plan, node, 1, env) for node in NODES}
     first = _checkpointed_pod(cluster, plan, "distributed-1", 5, workers)
-    cluster.emulator.preempt(first, NAMESPACE)
+    _evict(cluster, first)
     second = _checkpointed_pod(cluster, plan, "distributed-1", 25, workers)
-    cluster.emulator.evict(second, NAMESPACE)
+    cluster.agents[-1].evict(NAMESPACE, second)
     outputs = _ended(workers)
     assert all(worker.returncode != 0 for worker in workers.values()), outputs
     collected = cluster.runner("collect", str(plan), env=env)
@@ -273,9 +281,38 @@ def test_the_task_s_restart_limit_is_honoured(
     result = {"task_id": tasks[task], "run": {"run_key": _objects(plan).run_key}}
     lost = stored(cluster, result, names(result, "distributed-1").supplemental)
     assert lost.startswith("node distributed-1 was evicted by Kubernetes"), lost
-    # The first loss, restarted: a preempted pod is deleted (its DisruptionTarget with it).
+    # The first loss, restarted: an evicted pod is deleted (its DisruptionTarget with it).
     assert "start 1: its pod was lost (deleted before its end could be read" in lost
     assert "not restarted: the run's 1 restarts were all used" in lost
     assert "stopped because node distributed-1" in stored(
         cluster, result, names(result, "distributed-0").supplemental
     )
+
+
+def test_an_apiserver_restarted_mid_run_costs_nothing(
+    cluster: Cluster,
+    tasks: dict[str, int],
+    env: dict[str, str],
+    mode: str,
+) -> None:
+    """The kube-apiserver stopped and started again while both nodes train (an upgrade of the
+    control plane, a crash): the launch tasks (or their triggers) and the node agent wait for
+    it, the training goes on meanwhile, and the run ends as if nothing had happened: each pod
+    made once, never started again, every step trained once."""
+    assert cluster.plane is not None
+    task = _task("apiserver-restart", mode)
+    plan = _prepare(cluster, task, env)
+    workers = {node: launch_in_background(cluster, plan, node, 1, env) for node in NODES}
+    _checkpointed_pod(cluster, plan, "distributed-1", 10, workers)
+    cluster.plane.restart_apiserver()
+    result = _succeeded(cluster, workers, plan, tasks[task], env)
+    for node in NODES:
+        train = stored(cluster, result, names(result, node).train)
+        assert _steps_started_at(train) == [0], train  # never started again
+        steps = [line for line in train.splitlines() if line.startswith("step ")]
+        assert len(steps) == 80, train
+    model = cluster.root / "fetched" / f"{task}-model.txt"
+    cluster.store.get_file(f"{_objects(plan).output('distributed-0')}/model.txt", model)
+    assert model.read_text() == "weights after 80 steps"
+    assert len(cluster.created_for(tasks[task])) == 2
+    assert cluster.pods_of(tasks[task]) == []

@@ -1,7 +1,8 @@
 """Training tasks run with the Kubernetes launcher end to end: the real DAGs (``dag.test()``),
-the real KubernetesPodOperator and kubernetes client, against the loopback Kubernetes API
-emulator of ``tests.k8s_emulator`` (each container a process on this machine), and, opt-in
-(``-m k8s_real``), against a real cluster (docs/concepts/kubernetes-launcher.md). Two-node
+the real KubernetesPodOperator and kubernetes client, against the tests' real control plane
+(``tests/k8s_control_plane.py``, with a node of ``tests/k8s_node_agent`` whose containers are
+processes on this machine), and, opt-in (``-m k8s_real``), against a real cluster
+(docs/concepts/kubernetes-launcher.md). Two-node
 tasks: success, a node that fails, an OOM kill, pods that cannot be scheduled, a user's stop of
 a training that ignores SIGTERM (no failure in Airflow: its launch tasks skipped without a
 traceback, its run noted), a command that cannot start, a node failing while the other trains,
@@ -9,9 +10,10 @@ and a worker lost mid-run whose next try reattaches to the running pod. The laun
 tasks defer while their pods run (``dag.test()`` runs their triggers inline; the runner runs
 them for the launch tasks it starts itself); a node failing while the other trains is also run
 with synchronous launch tasks. The first line of each supplemental log says why, and the run's
-message carries the one of the node that ended the run. On the emulator, every call the runs
-made must be allowed by the launcher's RBAC Role (config/kubernetes/rbac.yaml), and every rule
-of the Role must have been used."""
+message carries the one of the node that ended the run. Every call the runs made, as the
+apiserver's audit log has it, must be allowed by the launcher's RBAC Role
+(config/kubernetes/rbac.yaml), and every rule of the Role must have been used; an account whose
+Role lacks ``pods/log`` fails a run before it creates anything."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse, urlsplit
@@ -39,21 +41,23 @@ from octotrain.contracts import NodeLogNames
 from octotrain.settings import REPO_ROOT
 from octotrain.storage import ObjectStore
 from tests.config.rbac import (
+    BASIC_USER_GRANTS,
     DISCOVERY_PATHS,
     Access,
     allows,
-    documents,
+    apply_shipped,
+    bind_role_without,
     grants,
     launcher_role,
-    request_access,
+    worker_account,
 )
 from tests.e2e.dag_test_runner import task_logs
 from tests.e2e.k8s_runner import SECRET_TOKEN
-from tests.k8s_control_plane import ControlPlane, create, service_account_kubeconfig
-from tests.k8s_emulator import KubernetesEmulator
+from tests.k8s_control_plane import ControlPlane, service_account_kubeconfig
 from tests.k8s_node_agent.agent import NodeAgent
 
 NAMESPACE = "octotrain"
+NO_LOGS = "launcher-without-logs"  # an account whose Role lacks pods/log
 SCENARIOS = ["demo", "node-fails", "oom", "unschedulable", "stop", "start-fails"]
 NODES = ("distributed-0", "distributed-1")
 KUBERNETES_TOML = """\
@@ -72,23 +76,25 @@ launch_retries = 2
 # A real cluster (opt-in, ``-m k8s_real``): what it needs is in
 # docs/concepts/kubernetes-launcher.md.
 REAL_CLUSTER_ENV = ("KUBECONFIG", "OCTOTRAIN_E2E_IMAGE", "OCTOTRAIN_E2E_STORE_URL")
-# The User-Agent of this module's own client (its assertions), told apart from the launcher's.
+# The User-Agent of this module's own client (its assertions), as the apiserver logs it.
 TEST_CLIENT = "octotrain-e2e-assertions"
-# Where runs go: the kubeconfig, the store's settings, the startup timeout, and the emulator
-# (None on a real cluster).
-Place = tuple[Path, dict[str, str], int, KubernetesEmulator | None]
+# Where runs go: the kubeconfig, the store's settings, the startup timeout and the node agents
+# of the tests' control plane (none on a real cluster).
+Place = tuple[Path, dict[str, str], int, list[NodeAgent]]
 
 
 @dataclass(frozen=True)
 class Cluster:
-    """Where the runs go (the emulator, or a real cluster) and the runner's environment."""
+    """Where the runs go (the tests' control plane, or a real cluster) and the runner's
+    environment."""
 
     api: CoreV1Api
     env: dict[str, str]
     root: Path
     startup_timeout: int
-    emulator: KubernetesEmulator | None
     plane: ControlPlane | None = None  # the tests' real control plane, when runs go there
+    # Its nodes, the newest last (a test that loses one adds the node that replaces it).
+    agents: list[NodeAgent] = field(default_factory=list)
 
     def runner(
         self, *args: str, timeout: float = 600, env: dict[str, str] | None = None
@@ -137,23 +143,6 @@ def results_of(completed: subprocess.CompletedProcess[str]) -> list[dict[str, An
 
 
 STARTUP_TIMEOUT = 25
-# Where each kind of config/kubernetes/rbac.yaml is created.
-SHIPPED_PATHS = {
-    "Namespace": "/api/v1/namespaces",
-    "Role": f"/apis/rbac.authorization.k8s.io/v1/namespaces/{NAMESPACE}/roles",
-    "RoleBinding": f"/apis/rbac.authorization.k8s.io/v1/namespaces/{NAMESPACE}/rolebindings",
-}
-
-
-@contextmanager
-def emulated(root: Path) -> Iterator[Place]:
-    """The loopback emulator: pods are processes here, the store a local folder."""
-    with KubernetesEmulator(root=root / "cluster", gpus=0, cpu="16", memory="64Gi") as emulator:
-        kubeconfig = emulator.write_kubeconfig(root / "kubeconfig", namespace=NAMESPACE)
-        store = {"OCTOTRAIN_OBJECT_STORE_URL": f"file://{root / 'state' / 'objects'}"}
-        # A pod's start (its stage container) takes a few seconds here, more on a loaded
-        # machine: the limit is what the unschedulable scenario waits for, so not too long.
-        yield kubeconfig, store, STARTUP_TIMEOUT, emulator
 
 
 @contextmanager
@@ -178,7 +167,7 @@ def real(root: Path) -> Iterator[Place]:
     api = CoreV1Api(config.new_client_from_config(config_file=os.environ["KUBECONFIG"]))
     with contextlib.suppress(ApiException):  # it exists already
         api.create_namespace({"metadata": {"name": NAMESPACE}})
-    yield Path(os.environ["KUBECONFIG"]), store, 120, None
+    yield Path(os.environ["KUBECONFIG"]), store, 120, []
 
 
 @contextmanager
@@ -187,9 +176,7 @@ def on_control_plane(root: Path, plane: ControlPlane) -> Iterator[Place]:
     the node agent (pods are processes here, the store a local folder): the shipped Namespace,
     Role and RoleBinding applied, the namespace enforcing Pod Security ``restricted``, and the
     launcher acting as the worker's service account that the RoleBinding names."""
-    shipped = documents()
-    for document in shipped:
-        create(plane, SHIPPED_PATHS[document["kind"]], document)
+    apply_shipped(plane)
     restricted = {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "restricted"}}}
     with plane.client() as api:
         labelled = api.patch(f"/api/v1/namespaces/{NAMESPACE}", json=restricted,
@@ -198,17 +185,19 @@ def on_control_plane(root: Path, plane: ControlPlane) -> Iterator[Place]:
         # The plane is the session's: another module's events (same task ids) are not ours.
         cleared = api.delete(f"/api/v1/namespaces/{NAMESPACE}/events")
         assert cleared.status_code == 200, cleared.text
-    [binding] = [document for document in shipped if document["kind"] == "RoleBinding"]
-    worker = binding["subjects"][0]
+    worker = worker_account()
     kubeconfig = service_account_kubeconfig(
         plane, root / "kubeconfig", account_namespace=worker["namespace"],
         account=worker["name"], namespace=NAMESPACE,
     )  # fmt: skip
+    agents = [NodeAgent(plane, f"e2e-node-{root.name}", root=root / "cluster")]
     try:
-        with NodeAgent(plane, f"e2e-node-{root.name}", root=root / "cluster"):
-            store = {"OCTOTRAIN_OBJECT_STORE_URL": f"file://{root / 'state' / 'objects'}"}
-            yield kubeconfig, store, STARTUP_TIMEOUT, None
+        agents[0].start()
+        store = {"OCTOTRAIN_OBJECT_STORE_URL": f"file://{root / 'state' / 'objects'}"}
+        yield kubeconfig, store, STARTUP_TIMEOUT, agents
     finally:  # the namespace as shipped again, for the session's other tests
+        for agent in agents:
+            agent.stop()
         shipped_labels = {"metadata": {"labels": {
             "pod-security.kubernetes.io/enforce": None}}}  # fmt: skip
         with plane.client() as api:
@@ -231,19 +220,19 @@ def cluster(
 def clustered(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Cluster]:
-    """The cluster ``request.param`` names (``control-plane``, ``emulator`` or ``real``) with
+    """The cluster ``request.param`` names (``control-plane`` or ``real``) with
     the runner's environment and an Airflow database of its own."""
     root = tmp_path_factory.mktemp(f"e2e-kubernetes-{request.param}")
     plane: ControlPlane | None = None
-    if request.param == "emulator":
-        place = emulated(root)
-    elif request.param == "control-plane":
+    if request.param == "control-plane":
         plane = request.getfixturevalue("k8s_api")
         place = on_control_plane(root, plane)
     else:
         place = real(root)
-    with place as (kubeconfig, store, startup_timeout, emulator):
-        node_cache = root / "node-cache" if request.param == "emulator" else ""
+    with place as (kubeconfig, store, startup_timeout, agents):
+        # No node cache: its hostPath breaks the restricted Pod Security that the namespace
+        # enforces here.
+        node_cache = ""
         for mode, deferrable in (("deferrable", "true"), ("synchronous", "false")):
             (root / f"{mode}.toml").write_text(
                 KUBERNETES_TOML.format(
@@ -275,8 +264,8 @@ def clustered(
         client.user_agent = TEST_CLIENT
         try:
             yield Cluster(api=CoreV1Api(client), env=env, root=root,
-                          startup_timeout=startup_timeout, emulator=emulator,
-                          plane=plane)  # fmt: skip
+                          startup_timeout=startup_timeout, plane=plane,
+                          agents=agents)  # fmt: skip
         finally:
             client.close()
 
@@ -565,27 +554,59 @@ def test_every_call_of_the_runs_is_allowed_by_the_launcher_s_rbac_role_and_neede
     the Role a production install applies: a real API server would refuse any call it does not
     allow, and a rule no run used grants more than the launcher needs."""
     role = launcher_role()
-    if cluster.emulator is not None:
-        calls = [r for r in cluster.emulator.requests() if r.user_agent != TEST_CLIENT]
-        assert calls, "the runs made no request"
-        accesses = {request_access(call.method, call.path) for call in calls}
-        paths = {urlsplit(c.path).path for c in calls if request_access(c.method, c.path) is None}
-    elif cluster.plane is not None:  # the apiserver's audit log of the launcher's account
+    if cluster.plane is not None:  # the apiserver's audit log of the launcher's account
         accesses, paths = _audited_accesses(cluster.plane)
     else:
         pytest.skip("a real cluster's requests are not recorded here")
     assert paths <= DISCOVERY_PATHS  # what every authenticated client may read
+    # ... and ask about itself (the launcher's access check before a run creates anything)
+    accesses = {
+        access
+        for access in accesses
+        if access is None
+        or (access.api_group, access.resource, access.verb) not in BASIC_USER_GRANTS
+    }
     refused = sorted(str(access) for access in accesses if access and not allows(role, access))
     assert not refused, f"config/kubernetes/rbac.yaml does not allow: {refused}"
     used = {(access.api_group, access.resource, access.verb) for access in accesses if access}
     assert grants(role) == used, f"granted but never used: {sorted(grants(role) - used)}"
 
 
+def test_a_role_without_pods_log_fails_the_run_before_it_creates_anything(
+    results: dict[str, dict[str, Any]], cluster: Cluster
+) -> None:
+    """The launcher's account bound to the shipped Role less its ``pods/log`` rule: the run's
+    ``stage_data`` refuses it, naming the account and the permission, and the run has put
+    nothing in the cluster or the store."""
+    if cluster.plane is None:
+        pytest.skip("needs the tests' control plane, where accounts and Roles can be made")
+    bind_role_without(cluster.plane, NO_LOGS, "pods/log")
+    kubeconfig = service_account_kubeconfig(
+        cluster.plane, cluster.root / "no-logs.kubeconfig", account_namespace=NAMESPACE,
+        account=NO_LOGS, namespace=NAMESPACE,
+    )  # fmt: skip
+    connection = {"conn_type": "kubernetes", "extra": {"kube_config_path": str(kubeconfig)}}
+    env = cluster.env | {"AIRFLOW_CONN_KUBERNETES_DEFAULT": json.dumps(connection)}
+    plan = cluster.root / "no-logs-plan.json"
+    refused = cluster.runner("prepare", "demo-on-k8s", str(plan), env=env)
+    assert refused.returncode != 0
+    assert (
+        f'the launcher\'s Kubernetes user "system:serviceaccount:{NAMESPACE}:{NO_LOGS}" '
+        "(connection 'kubernetes_default') may not get pods/log in the namespace octotrain; "
+        "grant it the Role of config/kubernetes/rbac.yaml"
+    ) in refused.stderr, refused.stderr[-3000:]
+    run = json.loads(plan.read_text())
+    assert not cluster.store.list(f"runs/{run['task_id']}/{run['run_key']}/")
+    assert cluster.services() == []
+    assert cluster.api.list_namespaced_secret(NAMESPACE).items == []
+    networking = NetworkingV1Api(cluster.api.api_client)
+    assert networking.list_namespaced_network_policy(NAMESPACE).items == []
+
+
 def _audited_accesses(plane: ControlPlane) -> tuple[set[Access], set[str]]:
     """What the launcher's service account asked the real apiserver for (its resource requests
     as the authorizer saw them, and its other paths), with any it refused (403) failing."""
-    [binding] = [document for document in documents() if document["kind"] == "RoleBinding"]
-    worker = binding["subjects"][0]
+    worker = worker_account()
     events = plane.audited(f"system:serviceaccount:{worker['namespace']}:{worker['name']}")
     assert events, "the runs made no request"
     forbidden = [f"{e['verb']} {e['requestURI']}" for e in events

@@ -38,7 +38,7 @@ from tests.k8s_control_plane import (
     register_node,
     renew_lease,
 )
-from tests.k8s_emulator.kubelet import PodRuntime
+from tests.k8s_emulator.kubelet import Disruption, PodRuntime
 from tests.k8s_emulator.logs import ContainerLog
 from tests.k8s_emulator.quantities import parse_quantity, pod_requests
 from tests.k8s_emulator.scheduler import Binding
@@ -47,7 +47,7 @@ from tests.k8s_node_agent.api_pods import ApiPods
 from tests.k8s_node_agent.log_server import LogServer
 
 log = logging.getLogger(__name__)
-HEARTBEAT_SECONDS = 5.0
+HEARTBEAT_SECONDS = 2.0  # well within the plane's NODE_GRACE_SECONDS
 # A watch is ended by the apiserver after this long and started again from where it was:
 # also how long ``stop()`` may wait for the watch thread (a read cannot be interrupted).
 WATCH_SECONDS = 2
@@ -77,6 +77,7 @@ class NodeAgent:
         self.memory_poll_seconds = memory_poll_seconds
         self.port = int(urlsplit(plane.url).port or 443)  # the apiserver's, for the pods' env
         self.stopping = threading.Event()
+        self._lost = False
         self._api = plane.client()
         self.store = ApiPods(self._api, name)
         self._runtimes: dict[str, PodRuntime] = {}
@@ -108,7 +109,14 @@ class NodeAgent:
         return self
 
     def stop(self) -> None:
-        """Every container killed, the node and its Lease deleted."""
+        """Every container killed, the node and its Lease deleted (also those of a node that
+        was lost)."""
+        if self._lost:
+            for thread in self._threads:
+                thread.join(WATCH_SECONDS + 5)
+            delete_node(self.plane, self.node_name)
+            self._api.close()
+            return
         self.stopping.set()
         with self.store.lock:
             runtimes = list(self._runtimes.values())
@@ -120,6 +128,32 @@ class NodeAgent:
             thread.join(WATCH_SECONDS + 5)
         delete_node(self.plane, self.node_name)
         self._api.close()
+
+    def evict(self, namespace: str, name: str) -> None:
+        """The kubelet evicts the pod under node pressure, as a real one does: the pod's
+        ``DisruptionTarget`` (``TerminationByKubelet``), its containers stopped (SIGTERM,
+        SIGKILL after the pod's grace period), and the pod kept, ``Failed`` with reason
+        ``Evicted``."""
+        with self.store.lock:
+            runtime = next(r for r in self._runtimes.values()
+                           if (r.namespace, r.name) == (namespace, name))  # fmt: skip
+            pod = self.store.find("pods", namespace, name)
+            grace = int((pod or {}).get("spec", {}).get("terminationGracePeriodSeconds", 30))
+        message = "The node was low on resource: memory."
+        runtime.disrupt(Disruption("TerminationByKubelet", message, "Evicted"), grace)
+
+    def lose(self) -> None:
+        """The machine dies: every container killed at once, no status sent any more, the
+        heartbeat stopped. Its Node and pods stay in the API, for the controller-manager to
+        find the node NotReady and evict them; nothing will ever confirm their end."""
+        self.stopping.set()
+        self.store.cut_off()
+        with self.store.lock:
+            runtimes = list(self._runtimes.values())
+        for runtime in runtimes:
+            runtime.kill()
+        self._logs.stop()
+        self._lost = True
 
     # -- what a pod's kubelet needs (tests.k8s_emulator.kubelet.Host) -----------------------
 

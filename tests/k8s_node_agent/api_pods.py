@@ -43,6 +43,7 @@ class ApiPods:
         self._queue: OrderedDict[tuple[str, Any], dict[str, Any]] = OrderedDict()
         self._wake = threading.Condition(self.lock)
         self._stopping = False
+        self._cut = False  # cut off: nothing is sent any more
         self._writer = threading.Thread(target=self._write, name=f"agent-{node}-writer",
                                         daemon=True)  # fmt: skip
 
@@ -58,6 +59,13 @@ class ApiPods:
             self._stopping = True
             self._wake.notify_all()
         self._writer.join(timeout)
+
+    def cut_off(self) -> None:
+        """Nothing more is sent, whatever is queued or comes (the machine died)."""
+        with self._wake:
+            self._stopping = self._cut = True
+            self._queue.clear()
+            self._wake.notify_all()
 
     # -- what the watch tells ---------------------------------------------------------------
 
@@ -96,7 +104,8 @@ class ApiPods:
         body = {"metadata": {"uid": metadata["uid"]}, "status": copy.deepcopy(pod["status"])}
         with self._wake:
             self._queue.pop(("status", key), None)
-            self._queue[("status", key)] = body
+            if not self._cut:
+                self._queue[("status", key)] = body
             self._wake.notify_all()
 
     def record_event(
@@ -127,14 +136,16 @@ class ApiPods:
             "reportingComponent": component, "reportingInstance": self._node,
         }  # fmt: skip
         with self._wake:
-            self._queue[("event", name)] = event
+            if not self._cut:
+                self._queue[("event", name)] = event
             self._wake.notify_all()
 
     def remove(self, namespace: str, name: str, uid: str) -> None:
         """Delete the pod for good once its containers have ended (the kubelet's last word:
         grace period 0, only if it is still this pod)."""
         with self._wake:
-            self._queue[("delete", (namespace, name))] = {"uid": uid}
+            if not self._cut:
+                self._queue[("delete", (namespace, name))] = {"uid": uid}
             self._wake.notify_all()
 
     # -- the writer -------------------------------------------------------------------------
@@ -144,7 +155,7 @@ class ApiPods:
             with self._wake:
                 while not self._queue and not self._stopping:
                     self._wake.wait()
-                if not self._queue:
+                if not self._queue or self._cut:
                     return
                 (kind, key), body = next(iter(self._queue.items()))
             try:
