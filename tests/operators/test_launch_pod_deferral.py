@@ -25,8 +25,8 @@ from octotrain.abort_flags import AbortFlag
 from octotrain.settings import get_settings
 from operators.launch_pod import LaunchNodePodOperator
 from tests.operators.conftest import (
-    EMULATOR_CONN_ID,
-    EMULATOR_NAMESPACE,
+    POD_CONN_ID,
+    POD_NAMESPACE,
     start_pod,
     wait_until_running,
 )
@@ -130,15 +130,15 @@ def test_a_synchronous_node_whose_pod_the_flag_took_down_is_skipped_only_for_a_u
 
 
 def test_a_pod_past_its_startup_timeout_fails_its_node_without_following_it(
-    emulated_cluster: client.CoreV1Api, rule_session: Session
+    pod_cluster: client.CoreV1Api, rule_session: Session
 ) -> None:
     plan = plan_of(rule_session, CPU_TASK, 1)
-    start_pod(emulated_cluster, "late", f"import time; time.sleep({TRAINING_SECONDS})")
-    wait_until_running(emulated_cluster, "late")  # it started, after its startup timeout
+    start_pod(pod_cluster, "late", f"import time; time.sleep({TRAINING_SECONDS})")
+    wait_until_running(pod_cluster, "late")  # it started, after its startup timeout
     context = {"ti": _TaskInstance(plan, 0), "run_id": plan.run_id, "dag": object()}
-    event = {"status": "timeout", "name": "late", "namespace": EMULATOR_NAMESPACE,
+    event = {"status": "timeout", "name": "late", "namespace": POD_NAMESPACE,
              "message": "Pod took too long to start. More than 10s."}  # fmt: skip
-    operator = node(kubernetes_conn_id=EMULATOR_CONN_ID, namespace=EMULATOR_NAMESPACE)
+    operator = node(kubernetes_conn_id=POD_CONN_ID, namespace=POD_NAMESPACE)
     started = time.monotonic()
     with pytest.raises(AirflowFailException, match=r"^node single-0: "):
         operator.trigger_reentry(context, event)  # type: ignore[arg-type]

@@ -18,6 +18,7 @@ from tests.k8s_control_plane import ControlPlane
 from tests.operators.test_launch_pod import CPU_TASK, GPU_TASK, ROOT_TASK, plan_of, pods
 
 ENFORCED = "octotrain-restricted"
+BASELINE = "octotrain-baseline"
 # The PriorityClasses a cluster gets with the Helm values (the pods name them).
 PRIORITY_CLASSES = REPO_ROOT / "config" / "helm" / "priority-classes.yaml"
 ACCOUNT_SECONDS = 60.0
@@ -86,3 +87,27 @@ def test_a_root_task_is_refused_by_the_real_pod_security_admission_with_its_word
     message = answer.json()["message"]
     assert 'violates PodSecurity "restricted:latest"' in message
     assert "runAsNonRoot != true" in message and "runAsUser=0" in message
+
+
+def test_a_root_task_meets_baseline_but_for_its_host_folders(
+    rule_session: Session, k8s_api: ControlPlane, namespaces: tuple[str, str]
+) -> None:
+    """uid 0 (the manual allows it) keeps the runtime's default capabilities: a namespace that
+    enforces ``baseline`` refuses it only for the node cache's hostPath (which such a namespace
+    must leave empty: docs/concepts/kubernetes-launcher.md), not for its user."""
+    labels = {"pod-security.kubernetes.io/enforce": "baseline"}
+    namespace = {"apiVersion": "v1", "kind": "Namespace",
+                 "metadata": {"name": BASELINE, "labels": labels}}  # fmt: skip
+    with k8s_api.client() as api:
+        answer = api.post("/api/v1/namespaces", json=namespace)
+        assert answer.status_code in (201, 409), answer.text
+        deadline = time.monotonic() + ACCOUNT_SECONDS
+        while api.get(f"/api/v1/namespaces/{BASELINE}/serviceaccounts/default").status_code != 200:
+            assert time.monotonic() < deadline, f"no default service account in {BASELINE}"
+            time.sleep(0.1)
+    [pod] = pods(plan_of(rule_session, ROOT_TASK, 1))
+    answer = _dry_run(k8s_api, BASELINE, pod)
+    assert answer.status_code == 403, answer.text
+    assert answer.json()["message"].endswith(
+        'violates PodSecurity "baseline:latest": hostPath volumes (volume "octotrain-cache")'
+    )

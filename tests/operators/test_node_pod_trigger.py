@@ -1,10 +1,11 @@
-"""The trigger a node's launch task defers to (``operators.node_pod_trigger``), against the
-Kubernetes API emulator with the provider's real ``KubernetesPodTrigger`` inside it: the abort
-flag raised by another node (or a user) deletes the pod and ends with a "stopped" event, the
-node's reason and whether its user stopped it (its task then ends skipped); a pod that ends
-first passes the provider's event through; a flag this node raised itself is not its stop;
-Airflow killing the deferred task stops the whole run. Each trigger is rebuilt from its
-serialized form through JSON, as the triggerer does from the metadata DB."""
+"""The trigger a node's launch task defers to (``operators.node_pod_trigger``), against the tests'
+real control plane (a node of the node agent runs the pods) with the provider's real
+``KubernetesPodTrigger`` inside it: the abort flag raised by another node (or a user) deletes
+the pod and ends with a "stopped" event, the node's reason and whether its user stopped it (its
+task then ends skipped); a pod that ends first passes the provider's event through; a flag this
+node raised itself is not its stop; Airflow killing the deferred task stops the whole run. Each
+trigger is rebuilt from its serialized form through JSON, as the triggerer does from the
+metadata DB."""
 
 from __future__ import annotations
 
@@ -25,13 +26,13 @@ from hooks.run_abort import StoreAbortMarker
 from octotrain.abort_flags import AbortFlag
 from operators.node_pod_trigger import NodePodTrigger
 from tests.operators.conftest import (
-    EMULATOR_CONN_ID,
-    EMULATOR_NAMESPACE,
+    POD_CONN_ID,
+    POD_NAMESPACE,
     start_pod,
     wait_until_running,
 )
 
-NAMESPACE, CONN_ID = EMULATOR_NAMESPACE, EMULATOR_CONN_ID
+NAMESPACE, CONN_ID = POD_NAMESPACE, POD_CONN_ID
 RUN_PREFIX = "runs/7/manual__x"
 NODE, OTHER = "distributed-1", "distributed-0"
 # Far longer than any of these tests: a trigger that misses its event fails the test, not CI.
@@ -39,8 +40,8 @@ EVENT_DEADLINE_SECONDS = 60
 
 
 @pytest.fixture
-def core(emulated_cluster: client.CoreV1Api) -> client.CoreV1Api:
-    return emulated_cluster
+def core(pod_cluster: client.CoreV1Api) -> client.CoreV1Api:
+    return pod_cluster
 
 
 @pytest.fixture

@@ -1,8 +1,8 @@
 """A deferred launch task's trigger (``operators.node_pod_trigger``) with hang detection: at
 each look at the run's abort flag it reads the node's hang report where the pod's sidecar keeps
 it, and the task's log (the triggerer's log of a deferred task is part of it) says once that
-the node looks hung, then that it advances again. Against the Kubernetes API emulator, the
-trigger rebuilt from its serialized form through JSON."""
+the node looks hung, then that it advances again. Against the tests' real control plane,
+the trigger rebuilt from its serialized form through JSON."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from hooks.run_files import write_text
 from octotrain.abort_flags import AbortFlag
 from octotrain.run_layout import RunObjects
 from operators.node_pod_trigger import NodePodTrigger
-from tests.operators.conftest import EMULATOR_CONN_ID, EMULATOR_NAMESPACE, start_pod
+from tests.operators.conftest import POD_CONN_ID, POD_NAMESPACE, start_pod
 
 RUN_PREFIX = "runs/7/manual__x"
 NODE = "distributed-1"
@@ -34,9 +34,9 @@ REPORT = {"silent_seconds": 61.0, "hang_after_seconds": 60}
 
 def watching_hangs(pod_name: str) -> NodePodTrigger:
     inner = KubernetesPodTrigger(
-        pod_name=pod_name, pod_namespace=EMULATOR_NAMESPACE,
+        pod_name=pod_name, pod_namespace=POD_NAMESPACE,
         trigger_start_time=datetime.now(UTC), base_container_name="base",
-        kubernetes_conn_id=EMULATOR_CONN_ID, poll_interval=0.2, startup_check_interval=0.2,
+        kubernetes_conn_id=POD_CONN_ID, poll_interval=0.2, startup_check_interval=0.2,
         startup_timeout=30, on_finish_action="delete_succeeded_pod", termination_grace_period=2,
     )  # fmt: skip
     trigger = NodePodTrigger.around(
@@ -58,12 +58,10 @@ async def until(condition: Callable[[], bool]) -> None:
 
 
 def test_the_trigger_says_when_the_pod_s_node_looks_hung_and_when_it_advances(
-    emulated_cluster: client.CoreV1Api, capfd: pytest.CaptureFixture[str]
+    pod_cluster: client.CoreV1Api, capfd: pytest.CaptureFixture[str]
 ) -> None:
     store, key = default_object_store(), RunObjects.from_prefix(RUN_PREFIX).hang_report(NODE)
-    start_pod(
-        emulated_cluster, "silent", "import time; print('epoch 0', flush=True); time.sleep(120)"
-    )
+    start_pod(pod_cluster, "silent", "import time; print('epoch 0', flush=True); time.sleep(120)")
     trigger = watching_hangs("silent")
 
     async def hang_then_advance_then_stop() -> dict[str, Any]:

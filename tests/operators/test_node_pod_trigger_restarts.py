@@ -1,5 +1,5 @@
-"""The node trigger and the run's restarts (``octotrain.restarts``), against the Kubernetes API
-emulator: when another node asks for the restart this node's pod would take part in, the
+"""The node trigger and the run's restarts (``octotrain.restarts``), against the tests' real
+control plane: when another node asks for the restart this node's pod would take part in, the
 trigger deletes the pod with its grace period (no stop recorded: the node is started again,
 not stopped) and fires a ``restart`` event with the request; a restart of another number, or a
 trigger told that none can come, leaves the pod to end by itself."""
@@ -51,22 +51,22 @@ def watching(pod_name: str, next_restart: int | None) -> NodePodTrigger:
 
 
 def test_another_node_s_loss_takes_the_pod_down_for_the_run_s_restart(
-    emulated_cluster: client.CoreV1Api,
+    pod_cluster: client.CoreV1Api,
 ) -> None:
-    start_pod(emulated_cluster, "trains", "import time; print('training'); time.sleep(120)")
+    start_pod(pod_cluster, "trains", "import time; print('training'); time.sleep(120)")
     StoreRunRestarts(default_object_store(), RUN_PREFIX).request(LOST)
     event = first_event(watching("trains", next_restart=1))
     assert event["status"] == RESTART
     assert RunRestart.from_json(event[RESTART_KEY]) == LOST
-    assert pod_is_going(emulated_cluster, "trains")
+    assert pod_is_going(pod_cluster, "trains")
     assert StoreAbortMarker(default_object_store(), RUN_PREFIX).stopped_because(NODE) is None
 
 
 def test_a_restart_this_pod_is_not_waiting_for_leaves_it_to_its_end(
-    emulated_cluster: client.CoreV1Api,
+    pod_cluster: client.CoreV1Api,
 ) -> None:
-    start_pod(emulated_cluster, "ends", "import time; print('training'); time.sleep(1)")
+    start_pod(pod_cluster, "ends", "import time; print('training'); time.sleep(1)")
     StoreRunRestarts(default_object_store(), RUN_PREFIX).request(LOST)  # restart 1
     assert first_event(watching("ends", next_restart=2))["status"] == "success"
-    start_pod(emulated_cluster, "limit", "import time; print('training'); time.sleep(1)")
+    start_pod(pod_cluster, "limit", "import time; print('training'); time.sleep(1)")
     assert first_event(watching("limit", next_restart=None))["status"] == "success"
