@@ -12,7 +12,8 @@ once on few worker slots.
   follows in the same process (``[dag_processor] dag_file_processor_timeout``, 50 s, bounds
   both).
 - ``kubernetes`` (``--kubernetes``): N two-node trainings at once on the Kubernetes launcher
-  with a small pool of worker slots, against the loopback Kubernetes API emulator, in a real
+  with a small pool of worker slots, against the tests' real control plane (built from Go
+  modules, with a node of the tests' node agent), in a real
   Airflow with a triggerer on PostgreSQL: the peak trainings and pods at once, the peak task
   instances running (at most the slots) and deferred, the wall time; checks that every run
   succeeded with its model version and logs and left no pod, Service or process

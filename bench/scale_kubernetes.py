@@ -1,6 +1,8 @@
 """bench.scale's Kubernetes part: N two-node trainings at once on the Kubernetes launcher with a
-small pool of worker slots, against the loopback Kubernetes API emulator (tests.k8s_emulator;
-its containers are processes of this machine).
+small pool of worker slots, against the tests' real control plane (kube-apiserver, etcd,
+kube-scheduler and kube-controller-manager built from Go modules, ``tests/k8s_control_plane.py``):
+one node of ``tests/k8s_node_agent`` runs the pods as processes of this machine, and the
+launcher acts as the worker's service account bound to the shipped Role.
 
 A real Airflow (api-server, scheduler with the LocalExecutor, dag-processor, triggerer; their
 log servers off, so that everything listens on 127.0.0.1 only) on fresh PostgreSQL databases
@@ -16,7 +18,7 @@ through Octotrain's REST API. ``--seconds`` must outlast the spread of the pods'
 the slots and the machine's CPU set (900 s: 50 trainings, 4 slots, 2 cores).
 
 Sampled every second until every run has ended: trainings at once (runs whose two pods both
-have their training container running), pods training at once (the emulator's pods), task
+have their training container running), pods training at once (the cluster's pods), task
 instances running, queued and deferred (Airflow's metadata DB), the machine's available memory
 and load; every 30 s, the triggerer's CPU. At the end, the task starts Airflow rescheduled (a
 task runner whose import of the DAG file ran over ``[core] dagbag_import_timeout``, 30 s, on an
@@ -24,7 +26,7 @@ overloaded machine; after ``[workers] missing_dag_retries`` such starts the task
 Checks: all N trained at once; running task instances never above the slots; every
 run succeeded in Airflow and in the catalog, with its own model version (one per run, numbers
 unique) holding both nodes' files; each node's train, init and sidecar logs in the store, the
-train log with the training's last line; no pod or Service left in the emulator; no container,
+train log with the training's last line; no pod or Service left in the cluster; no container,
 training or Airflow task process left after the runs, and nothing of Airflow's once it is
 stopped. The ratio: peak trainings at once over N, and the wall time (first trigger to last
 run end) over the training's own duration.
@@ -42,8 +44,8 @@ import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
-from contextlib import ExitStack, suppress
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,8 +61,10 @@ from octotrain.catalog.named_objects import ModelRepositories
 from octotrain.contracts import NodeLogNames
 from octotrain.planning import run_key
 from octotrain.pods import LABEL_RUN, TRAIN_CONTAINER
+from tests.config.rbac import apply_shipped, worker_account
 from tests.factories import ADMIN, add_command_algorithm, add_task
-from tests.k8s_emulator import KubernetesEmulator
+from tests.k8s_control_plane import control_plane, service_account_kubeconfig
+from tests.k8s_node_agent.agent import NodeAgent
 from tests.live_airflow import HTTP_SECONDS, LiveAirflow, demo_airflow
 
 NAMESPACE = "octotrain"
@@ -74,7 +78,7 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PROGRESS_SECONDS = 30.0
 # How long the pods, Services and processes of ended runs may take to go.
 SETTLE_SECONDS = 60.0
-# The emulator compares a container's memory with its limit every 50 ms by default, walking the
+# The node agent compares a container's memory with its limit every 0.2 s by default, walking the
 # process table each time: for a hundred containers that is more CPU than this machine has.
 # These trainings stay far below their limit; a slower look costs nothing here.
 MEMORY_POLL_SECONDS = 5.0
@@ -184,10 +188,45 @@ class Check:
         )
 
 
-def sample(emulator: KubernetesEmulator, metadata: sqlalchemy.Engine) -> Sample:
+@dataclass(frozen=True)
+class BenchCluster:
+    """Where the pods run: the launcher's kubeconfig, and the pods and Services of the
+    training namespace as the cluster has them now."""
+
+    kubeconfig: Path
+    pods: Callable[[], list[dict[str, Any]]]
+    services: Callable[[], list[dict[str, Any]]]
+
+
+@contextmanager
+def on_control_plane(root: Path, size: Size) -> Iterator[BenchCluster]:
+    """The real control plane, the shipped RBAC applied, one node agent with room for every
+    pod; the launcher acts as the worker's service account that the RoleBinding names."""
+    (root / "plane").mkdir()
+    with control_plane(root / "plane") as plane, plane.client() as api:
+        apply_shipped(plane)
+        worker = worker_account()
+        kubeconfig = service_account_kubeconfig(
+            plane, root / "kubeconfig", account_namespace=worker["namespace"],
+            account=worker["name"], namespace=NAMESPACE,
+        )  # fmt: skip
+        agent = NodeAgent(plane, "bench-node", root=root / "cluster", cpu=str(4 * size.trainings),
+                          memory=f"{4 * size.trainings}Gi",
+                          memory_poll_seconds=MEMORY_POLL_SECONDS)  # fmt: skip
+
+        def listed(kind: str) -> list[dict[str, Any]]:
+            answer = api.get(f"/api/v1/namespaces/{NAMESPACE}/{kind}")
+            answer.raise_for_status()
+            return list(answer.json()["items"])
+
+        with agent:
+            yield BenchCluster(kubeconfig, lambda: listed("pods"), lambda: listed("services"))
+
+
+def sample(cluster: BenchCluster, metadata: sqlalchemy.Engine) -> Sample:
     """The pods training now (by run) and Airflow's task instances by state."""
     per_run: Counter[str] = Counter()
-    for pod in emulator.pods(NAMESPACE):
+    for pod in cluster.pods():
         statuses = (pod.get("status") or {}).get("containerStatuses") or []
         if any(s["name"] == TRAIN_CONTAINER and "running" in (s.get("state") or {})
                for s in statuses):  # fmt: skip
@@ -254,7 +293,7 @@ def run_states(metadata: sqlalchemy.Engine) -> dict[tuple[str, str], tuple[str, 
 
 
 def container_processes(marks: Marks) -> list[str]:
-    """The emulator's container processes still alive (children of this process that are not
+    """The cluster's container processes still alive (children of this process that are not
     Airflow's components) and any training process, wherever it went."""
     me = os.getpid()
     alive = [proc for proc in scan_processes() if proc.state != "Z"]
@@ -367,7 +406,7 @@ def run_kubernetes(size: Size) -> bool:
     marker = f"octotrain-bench-scale-{uuid.uuid4().hex[:8]}"
     print(f"{size.trainings} two-node trainings of {size.seconds:g} s triggered at once "
           f"({size.tasks} tasks, {size.per_task} runs each at most); Kubernetes launcher "
-          f"(deferrable, pods looked at every {size.pod_poll:g} s) on the API emulator; "
+          f"(deferrable, pods looked at every {size.pod_poll:g} s) on the tests' control plane; "
           f"{size.slots} worker slots (parallelism), "
           f"LocalExecutor, a triggerer, PostgreSQL; this machine: {os.cpu_count()} CPUs, "
           f"{available_memory_gib():.1f} GiB available; files in {root}", flush=True)  # fmt: skip
@@ -375,13 +414,8 @@ def run_kubernetes(size: Size) -> bool:
     leaks: list[str] = []
     try:
         with ExitStack() as stack:
-            # Room for every pod: 1 cpu and 1 GiB (cpu-small) plus the sidecar's request each.
-            emulator = stack.enter_context(
-                KubernetesEmulator(root / "cluster", cpu=str(4 * size.trainings),
-                                   memory=f"{4 * size.trainings}Gi",
-                                   memory_poll_seconds=MEMORY_POLL_SECONDS)
-            )  # fmt: skip
-            kubeconfig = emulator.write_kubeconfig(root / "kubeconfig", namespace=NAMESPACE)
+            cluster = stack.enter_context(on_control_plane(root, size))
+            kubeconfig = cluster.kubeconfig
             config_file = root / "kubernetes.toml"
             config_file.write_text(
                 KUBERNETES_TOML.format(cache=root / "node-cache", poll=size.pod_poll)
@@ -425,10 +459,10 @@ def run_kubernetes(size: Size) -> bool:
             marks.add_children()
             metadata = sqlalchemy.create_engine(metadata_url)
             stack.callback(metadata.dispose)
-            started = trigger_and_follow(server, emulator, metadata, marks, task_ids, size,
+            started = trigger_and_follow(server, cluster, metadata, marks, task_ids, size,
                                          checks)  # fmt: skip
             checks += verify(started, metadata, catalog_url, objects)
-            checks += leftovers(emulator, marks)
+            checks += leftovers(cluster, size, marks)
         checks.append(Check(not leaks, "nothing of Airflow's left once it was stopped", leaks))
     finally:
         passed = bool(checks) and all(check.passed for check in checks)
@@ -443,7 +477,7 @@ def run_kubernetes(size: Size) -> bool:
 
 def trigger_and_follow(
     server: LiveAirflow,
-    emulator: KubernetesEmulator,
+    cluster: BenchCluster,
     metadata: sqlalchemy.Engine,
     marks: Marks,
     task_ids: list[int],
@@ -472,7 +506,7 @@ def trigger_and_follow(
         if dead := marks.dead_components():
             raise RuntimeError(f"Airflow components exited by themselves (pids {dead})\n"
                                + server.tail_of_logs())  # fmt: skip
-        now = sample(emulator, metadata)
+        now = sample(cluster, metadata)
         peaks.add(now, time.time() - first, size.trainings)
         states = run_states(metadata)
         ended = sum(states.get(run, ("", None))[0] in ENDED for run in wanted)
@@ -503,13 +537,13 @@ def trigger_and_follow(
     return started
 
 
-def leftovers(emulator: KubernetesEmulator, marks: Marks) -> list[Check]:
-    """Once the runs have ended: no pod or Service in the emulator, no process of a container,
+def leftovers(cluster: BenchCluster, size: Size, marks: Marks) -> list[Check]:
+    """Once the runs have ended: no pod or Service in the cluster, no process of a container,
     a training or an Airflow task (each given a while to go)."""
 
     def cluster_objects() -> list[str]:
-        pods = [f"pod {pod['metadata']['name']}" for pod in emulator.pods(NAMESPACE)]
-        return pods + [f"service {svc['metadata']['name']}" for svc in emulator.services(NAMESPACE)]
+        pods = [f"pod {pod['metadata']['name']}" for pod in cluster.pods()]
+        return pods + [f"service {svc['metadata']['name']}" for svc in cluster.services()]
 
     def processes_left() -> list[str]:
         tasks = [f"{proc.pid} {proc.cmdline[:100]}" for proc in marks.tasks()]
@@ -518,7 +552,7 @@ def leftovers(emulator: KubernetesEmulator, marks: Marks) -> list[Check]:
     objects = wait_for(SETTLE_SECONDS, cluster_objects)
     processes = wait_for(SETTLE_SECONDS, processes_left)
     return [
-        Check(not objects, "no pod or Service left in the emulator", objects),
+        Check(not objects, "no pod or Service left in the cluster", objects),
         Check(not processes, "no container, training or Airflow task process left after the "
               "runs", processes),
     ]  # fmt: skip
