@@ -239,7 +239,8 @@ class Marks:
     def dead_components(self) -> list[int]:
         """Components (children of this process whose sessions were noted) that exited by
         themselves (zombies until reaped): waiting for runs is pointless then. Other children
-        (bench.scale's emulated containers) are zombies for a moment whenever they end."""
+        (bench.scale's containers, which its node agent runs) are zombies for a moment whenever
+        they end."""
         return [
             proc.pid
             for proc in scan_processes()

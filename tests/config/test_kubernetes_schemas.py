@@ -15,7 +15,7 @@ import yaml
 from octotrain.kubernetes_config import kubernetes_config
 from octotrain.mount_volumes import kubernetes_mounts, mount_volumes
 from octotrain.settings import REPO_ROOT
-from tests.k8s_emulator.schemas import fragment_causes, schema_causes
+from tests.k8s_schemas import fragment_causes, schema_causes
 
 CONFIG = REPO_ROOT / "config"
 MANIFESTS = [CONFIG / "kubernetes" / "rbac.yaml", CONFIG / "helm" / "priority-classes.yaml"]

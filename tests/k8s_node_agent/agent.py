@@ -2,7 +2,7 @@
 
 It registers a ``Node`` (cpu, memory and ``nvidia.com/gpu`` capacity, 127.0.0.1, its kubelet
 port), renews its Lease as a kubelet's heartbeat, watches the pods the real scheduler binds to
-it, and runs each with the emulator's kubelet (``tests.k8s_emulator.kubelet.PodRuntime``: init
+it, and runs each with its kubelet (``tests.k8s_node_agent.kubelet.PodRuntime``: init
 containers in order, native sidecars, volumes as folders, env and the downward API from the pod
 spec, container paths and cluster DNS names rewritten for a process on this machine), whose
 status and events go back through the API (``tests.k8s_node_agent.api_pods``). A pod deleted
@@ -38,13 +38,12 @@ from tests.k8s_control_plane import (
     register_node,
     renew_lease,
 )
-from tests.k8s_emulator.kubelet import Disruption, PodRuntime
-from tests.k8s_emulator.logs import ContainerLog
-from tests.k8s_emulator.quantities import parse_quantity, pod_requests
-from tests.k8s_emulator.scheduler import Binding
-from tests.k8s_emulator.status import ContainerRecord
 from tests.k8s_node_agent.api_pods import ApiPods
+from tests.k8s_node_agent.kubelet import Disruption, PodRuntime
 from tests.k8s_node_agent.log_server import LogServer
+from tests.k8s_node_agent.logs import ContainerLog
+from tests.k8s_node_agent.quantities import parse_quantity, pod_requests
+from tests.k8s_node_agent.status import ContainerRecord
 
 log = logging.getLogger(__name__)
 HEARTBEAT_SECONDS = 2.0  # well within the plane's NODE_GRACE_SECONDS
@@ -155,7 +154,7 @@ class NodeAgent:
         self._logs.stop()
         self._lost = True
 
-    # -- what a pod's kubelet needs (tests.k8s_emulator.kubelet.Host) -----------------------
+    # -- what a pod's kubelet needs (tests.k8s_node_agent.kubelet.Host) -----------------------
 
     @property
     def allocatable_cpu(self) -> Fraction:
@@ -254,7 +253,7 @@ class NodeAgent:
                     return
                 if (pod.get("status") or {}).get("phase") in FINISHED:
                     return
-                runtime = PodRuntime(self, mine, Binding({}, self._take_gpus(uid, pod)))
+                runtime = PodRuntime(self, mine, self._take_gpus(uid, pod))
                 self._runtimes[uid] = runtime
                 runtime.start()
                 return

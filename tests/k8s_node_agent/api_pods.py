@@ -1,4 +1,4 @@
-"""The node agent's view of its pods, in the shape the emulator's kubelet (``PodRuntime``) was
+"""The node agent's view of its pods, in the shape its kubelet (``PodRuntime``) was
 written against (``find``, ``touch``, ``record_event`` under ``lock``), backed by a real
 apiserver: pods come from the agent's watch, and what the kubelet writes (a pod's status, an
 event) is sent by one writer thread, in order, so a slow request never holds the lock.
@@ -91,7 +91,7 @@ class ApiPods:
         with self.lock:
             return list(self._pods.values())
 
-    # -- what the kubelet reads and writes (the emulator Store's interface) -----------------
+    # -- what the kubelet reads and writes (its store's interface) -----------------
 
     def find(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         assert kind == "pods", kind

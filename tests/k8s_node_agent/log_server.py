@@ -19,9 +19,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from tests.k8s_emulator.logs import ContainerLog, LogQuery
-from tests.k8s_emulator.objects import parse_rfc3339
-from tests.k8s_emulator.status import ContainerRecord
+from tests.k8s_node_agent.logs import ContainerLog, LogQuery
+from tests.k8s_node_agent.status import ContainerRecord
+from tests.k8s_node_agent.timestamps import parse_rfc3339
 
 # (namespace, pod, container) -> the container's log and record, None when the agent has no
 # such container (the pod is not, or no more, on this node).

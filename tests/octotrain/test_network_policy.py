@@ -11,7 +11,7 @@ from octotrain.network_policy import CLUSTER_DNS, run_network_policy
 from octotrain.planning import RunPlan
 from octotrain.pods import LABEL_RUN, run_label, service_name
 from octotrain.settings import REPO_ROOT
-from tests.k8s_emulator.schemas import schema_causes
+from tests.k8s_schemas import schema_causes
 
 
 def _plan(run_key: str) -> RunPlan:

@@ -20,7 +20,7 @@ from octotrain.settings import get_settings
 from octotrain.tasks import Tasks
 from operators.launch_pod import LaunchNodePodOperator
 from tests.factories import ADMIN, VALID_TASK
-from tests.k8s_emulator.schemas import schema_causes
+from tests.k8s_schemas import schema_causes
 
 GPU_TASK = VALID_TASK | {
     "name": "gpu-task",

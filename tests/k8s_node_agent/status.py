@@ -1,6 +1,6 @@
 """Pod status as the kubelet reports it: container states, the pod phase (the kubelet's
 ``getPhase`` for ``restartPolicy: Never``, with native sidecars) and the pod conditions,
-computed from what the emulated kubelet knows about each container."""
+computed from what the node agent's kubelet knows about each container."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.k8s_emulator.objects import rfc3339
+from tests.k8s_node_agent.timestamps import rfc3339
 
 LOOPBACK = "127.0.0.1"
 

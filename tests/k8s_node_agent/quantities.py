@@ -26,13 +26,11 @@ _QUANTITY = re.compile(
     r"^(?P<number>[+-]?(?:\d+\.?\d*|\.\d+))(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$"
 )
 
-# The resources the emulated scheduler knows about; anything else a pod asks for is an
+# The resources a node knows about; anything else a pod asks for is an
 # extended resource the node does not have.
 CPU = "cpu"
 MEMORY = "memory"
 GPU = "nvidia.com/gpu"
-PODS = "pods"
-EPHEMERAL_STORAGE = "ephemeral-storage"
 
 
 def parse_quantity(value: Any) -> Fraction:
@@ -57,14 +55,6 @@ def parse_quantity(value: Any) -> Fraction:
     if suffix in _DECIMAL:
         return number * _DECIMAL[suffix]
     return number * Fraction(10) ** int(suffix[1:])
-
-
-def format_quantity(name: str, value: Fraction) -> str:
-    """A quantity as ``kubectl describe node`` would show it: cpu in millicores when
-    fractional, everything else as a whole number."""
-    if name == CPU and value.denominator != 1:
-        return f"{math.ceil(value * 1000)}m"
-    return str(math.ceil(value))
 
 
 def container_requests(container: dict[str, Any]) -> dict[str, Fraction]:

@@ -1,6 +1,6 @@
 """Pod volumes as folders on this machine.
 
-- ``emptyDir``: a folder of the pod's own, under the emulator's root, gone with the pod;
+- ``emptyDir``: a folder of the pod's own, under the node agent's root, gone with the pod;
 - ``hostPath``: the path as given (created for type ``""`` and ``DirectoryOrCreate``);
 - ``persistentVolumeClaim``: ``<root>/volumes/<namespace>/pvc/<claimName>``, shared by every
   pod that mounts the claim, kept after the pods;

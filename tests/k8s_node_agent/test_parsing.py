@@ -1,6 +1,6 @@
-"""The emulator's parsers: quantities, selectors, the path and DNS rewriting, ``$(VAR)``
-expansion, log timestamps; the pieces whose mistakes would make a pod behave unlike on a
-cluster without any HTTP in the way."""
+"""The node agent's parsers: quantities, the path and DNS rewriting, ``$(VAR)`` expansion, log
+timestamps; the pieces whose mistakes would make a pod behave unlike on a cluster, without any
+HTTP in the way."""
 
 from __future__ import annotations
 
@@ -9,16 +9,9 @@ from fractions import Fraction
 import pendulum
 import pytest
 
-from tests.k8s_emulator.objects import rfc3339_nano
-from tests.k8s_emulator.quantities import parse_quantity, pod_requests
-from tests.k8s_emulator.rewrite import Rewriter, expand
-from tests.k8s_emulator.selectors import (
-    SelectorError,
-    fields_match,
-    labels_match,
-    parse_field_selector,
-    parse_label_selector,
-)
+from tests.k8s_node_agent.quantities import parse_quantity, pod_requests
+from tests.k8s_node_agent.rewrite import Rewriter, expand
+from tests.k8s_node_agent.timestamps import rfc3339_nano
 
 
 @pytest.mark.parametrize(
@@ -59,31 +52,6 @@ def test_pod_requests_take_the_larger_of_init_and_regular_containers() -> None:
         "nvidia.com/gpu": Fraction(2),
         "memory": Fraction(2**30),
     }
-
-
-def test_label_selectors() -> None:
-    pod = {"metadata": {"labels": {"app": "train", "tier": "gpu"}}}
-
-    def matches(selector: str) -> bool:
-        return labels_match(parse_label_selector(selector), pod)
-
-    assert matches("") and matches("app=train") and matches("app==train")
-    assert matches("app,!missing") and matches("missing!=x") and matches("tier in (gpu,cpu)")
-    assert not matches("app!=train") and not matches("!app") and not matches("tier notin (gpu)")
-    assert matches("example.com/key!=True,app=train")
-    assert not matches("app=")  # an empty value is a value
-    for malformed in ("=x", "app=(", "a b", "app in gpu"):
-        with pytest.raises(SelectorError):
-            parse_label_selector(malformed)
-
-
-def test_field_selectors() -> None:
-    event = {"metadata": {"name": "e"}, "involvedObject": {"name": "pod-1"}, "type": "Warning"}
-    requirements = parse_field_selector("involvedObject.name=pod-1,type!=Normal", "events")
-    assert fields_match(requirements, event)
-    assert not fields_match(parse_field_selector("involvedObject.name=pod-2", "events"), event)
-    with pytest.raises(SelectorError, match="field label not supported"):
-        parse_field_selector("spec.whatever=x", "events")
 
 
 def test_paths_are_rewritten_where_they_stand_for_mounts() -> None:

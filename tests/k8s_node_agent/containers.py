@@ -1,7 +1,7 @@
 """A container as a local process group: started in its own session (so that signals reach
 everything it started, as they reach a container's PID namespace), its stdout and stderr
 recorded as the container log, its resident memory watched against the memory limit (the
-emulator's stand-in for the memory cgroup and the kernel's OOM killer)."""
+node agent's stand-in for the memory cgroup and the kernel's OOM killer)."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from dataclasses import dataclass
 
 import psutil
 
-from tests.k8s_emulator.logs import ContainerLog
+from tests.k8s_node_agent.logs import ContainerLog
 
 # How often the resident memory of a container's processes is compared with its limit, by
 # default. Each look walks the machine's process table (about 10 us a process): with a hundred
-# containers at this pace that is more CPU than a small machine has, hence the emulator's
+# containers at this pace that is more CPU than a small machine has, hence the node agent's
 # ``memory_poll_seconds``.
 MEMORY_POLL_SECONDS = 0.05
 # How long the log readers may take to drain the pipes once the container has ended.

@@ -1,4 +1,4 @@
-"""The emulator's stand-ins for mount namespaces and cluster DNS.
+"""The node agent's stand-ins for mount namespaces and cluster DNS.
 
 A container here is a plain process on this machine: it sees the host's file system and the
 host's network. So the container paths of its volume mounts are rewritten to the host folders

@@ -19,8 +19,6 @@ import jsonschema
 from kubernetes_validate.utils import schema_contents
 from referencing import Registry, Resource
 
-from tests.k8s_emulator.objects import ApiError
-
 # The oldest Kubernetes release the README supports (native sidecars arrived in 1.29).
 KUBERNETES_VERSION = "1.29.0"
 _SCHEMAS = f"kubernetes-json-schema/v{KUBERNETES_VERSION}-local-strict"
@@ -42,18 +40,6 @@ def fragment_causes(kind: str, api_version: str, obj: Any) -> list[dict[str, str
     validator = _validator(kind, api_version)
     causes = [cause for error in validator.iter_errors(obj) for cause in _causes(error)]
     return sorted(causes, key=lambda cause: cause["field"])
-
-
-def check_schema(obj: dict[str, Any]) -> None:
-    """Raise the API server's 422 ``Invalid`` when ``obj`` breaks its kind's schema."""
-    causes = schema_causes(obj)
-    if not causes:
-        return
-    kind = str(obj.get("kind", ""))
-    name = str((obj.get("metadata") or {}).get("name", ""))
-    listed = ", ".join(f"{cause['field']}: {cause['message']}" for cause in causes)
-    message = f'{kind} "{name}" is invalid: ' + (f"[{listed}]" if len(causes) > 1 else listed)
-    raise ApiError(422, "Invalid", message, {"name": name, "kind": kind, "causes": causes})
 
 
 @cache

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
 
-from tests.k8s_emulator.objects import rfc3339_nano
+from tests.k8s_node_agent.timestamps import rfc3339_nano
 
 # How long a follower sleeps between looks at a log that has not changed (it is woken
 # sooner when a line arrives).

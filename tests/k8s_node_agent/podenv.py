@@ -14,9 +14,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from tests.k8s_emulator.quantities import parse_quantity
-from tests.k8s_emulator.rewrite import LOOPBACK, Rewriter, expand
-from tests.k8s_emulator.volumes import object_data
+from tests.k8s_node_agent.quantities import parse_quantity
+from tests.k8s_node_agent.rewrite import LOOPBACK, Rewriter, expand
+from tests.k8s_node_agent.volumes import object_data
 
 # Looks up a ConfigMap or Secret by (kind, namespace, name); None when there is none.
 Lookup = Callable[[str, str, str], dict[str, Any] | None]
@@ -159,7 +159,7 @@ def container_argv(
     container: dict[str, Any], spec_variables: dict[str, str], rewriter: Rewriter
 ) -> list[str]:
     """``command`` + ``args``, expanded and rewritten, ``python``/``python3`` as this
-    interpreter. Without a ``command`` (the image's entrypoint, which the emulator cannot
+    interpreter. Without a ``command`` (the image's entrypoint, which the node agent cannot
     know), ``args`` alone are run."""
     words = [*(container.get("command") or []), *(container.get("args") or [])]
     argv = [rewriter(expand(str(word), spec_variables)) for word in words]

@@ -1,4 +1,4 @@
-"""The emulated kubelet: runs one bound pod on this machine and keeps its status.
+"""The node agent's kubelet: runs one bound pod on this machine and keeps its status.
 
 A pod's life here: its volumes are set up; its init containers run one after another (one
 failing fails the pod), except native sidecars (``restartPolicy: Always``), which are started
@@ -26,28 +26,26 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Protocol
 
-from tests.k8s_emulator.containers import ContainerProcess, Exit
-from tests.k8s_emulator.logs import ContainerLog
-from tests.k8s_emulator.objects import rfc3339
-from tests.k8s_emulator.podenv import (
+from tests.k8s_node_agent.api_pods import ApiPods
+from tests.k8s_node_agent.containers import ContainerProcess, Exit
+from tests.k8s_node_agent.logs import ContainerLog
+from tests.k8s_node_agent.podenv import (
     ConfigError,
     container_argv,
     process_environment,
     spec_environment,
 )
-from tests.k8s_emulator.podspec import normalized_image
-from tests.k8s_emulator.quantities import memory_limit
-from tests.k8s_emulator.rewrite import Rewriter
-from tests.k8s_emulator.scheduler import Binding, container_gpu_ids
-from tests.k8s_emulator.status import (
+from tests.k8s_node_agent.quantities import GPU, container_requests, memory_limit
+from tests.k8s_node_agent.rewrite import Rewriter
+from tests.k8s_node_agent.status import (
     LOOPBACK,
     Conditions,
     ContainerRecord,
     pod_phase,
     update_conditions,
 )
-from tests.k8s_emulator.store import Store
-from tests.k8s_emulator.volumes import MountError, mount_host_path, prepare_volume
+from tests.k8s_node_agent.timestamps import rfc3339
+from tests.k8s_node_agent.volumes import MountError, mount_host_path, prepare_volume
 
 MISSING_IMAGE_MARK = "does-not-exist"
 # How long the kubelet waits before it retries what failed (a mount, a missing Secret) and
@@ -73,9 +71,9 @@ class Disruption:
 
 
 class Host(Protocol):
-    """What a pod's kubelet needs from the emulator."""
+    """What a pod's kubelet needs from the node agent."""
 
-    store: Store
+    store: ApiPods
     root: Path
     port: int
     node_name: str
@@ -105,7 +103,7 @@ class _Container:
 class PodRuntime:
     """One pod on the node, from binding to removal."""
 
-    def __init__(self, host: Host, pod: dict[str, Any], binding: Binding) -> None:
+    def __init__(self, host: Host, pod: dict[str, Any], gpu_ids: list[int]) -> None:
         self._host = host
         self._store = host.store
         metadata = pod["metadata"]
@@ -113,7 +111,7 @@ class PodRuntime:
         self.namespace: str = metadata["namespace"]
         self.name: str = metadata["name"]
         self._spec = copy.deepcopy(pod["spec"])
-        self._binding = binding
+        self._gpu_ids = gpu_ids  # the node's GPUs the pod holds
         self.pod_dir = host.root / "pods" / self.namespace / f"{self.name}-{self.uid[:8]}"
         init_specs = self._spec.get("initContainers") or []
         self._init = [self._container(c, True, "PodInitializing") for c in init_specs]
@@ -354,7 +352,7 @@ class PodRuntime:
         mounts.append((spec.get("terminationMessagePath", ""), str(container.termination_file)))
         subdomains, services = self._host.dns_domains(self.namespace)
         rewriter = Rewriter(mounts, self.namespace, subdomains, services)
-        gpus = ",".join(str(i) for i in container_gpu_ids(self._binding, self._spec, name))
+        gpus = ",".join(str(i) for i in container_gpu_ids(self._gpu_ids, self._spec, name))
         container.record.gpu_ids = [int(i) for i in gpus.split(",") if i]
         port = str(self._host.port)
         extra = {
@@ -531,7 +529,7 @@ class PodRuntime:
             time.sleep(0.02)
 
     def kill(self) -> None:
-        """SIGKILL every container now, waiting for them to end (the emulator stops)."""
+        """SIGKILL every container now, waiting for them to end (the node agent stops)."""
         with self._store.lock:  # a container being started is either seen here or not started
             self.deleting.set()
             containers = [c for c in (*self._init, *self._regular) if c.process]
@@ -557,3 +555,30 @@ def _start_error(argv: list[str], error: OSError) -> str:
         "failed to create containerd task: failed to create shim task: OCI runtime create "
         f"failed: runc create failed: unable to start container process: {cause}: unknown"
     )
+
+
+def container_gpu_ids(gpu_ids: list[int], spec: dict[str, Any], name: str) -> list[int]:
+    """The pod's GPUs that the named container gets (as the device plugin hands them out):
+    init containers reuse the pod's first GPUs; regular containers get consecutive shares."""
+    for container in spec.get("initContainers") or []:
+        if container["name"] == name:
+            return gpu_ids[: int(container_requests(container).get(GPU, 0))]
+    start = 0
+    for container in spec.get("containers") or []:
+        count = int(container_requests(container).get(GPU, 0))
+        if container["name"] == name:
+            return gpu_ids[start : start + count]
+        start += count
+    return []
+
+
+def normalized_image(image: str) -> str:
+    """The full reference of an image name (``busybox`` is ``docker.io/library/busybox:latest``),
+    as containerd reports it in pull errors."""
+    first, _, rest = image.partition("/")
+    if not rest or ("." not in first and ":" not in first and first != "localhost"):
+        image = f"docker.io/{image if rest else 'library/' + image}"
+    last = image.rsplit("/", 1)[-1]
+    if ":" not in last and "@" not in image:
+        image += ":latest"
+    return image
