@@ -124,6 +124,33 @@ CHECKPOINTS_EVERY_STEP = (
     "    print('step', step, flush=True)\n"
     "pathlib.Path(os.environ['OUTPUT'], 'model.txt').write_text(f'weights after {step} steps')\n"
 )
+# Four nodes meet as torchrun's do: rank 0 listens on MASTER_ADDR:MASTER_PORT (its own name under
+# the run's headless Service) until the other three have connected, then tells them to go.
+MEETS_ITS_PEERS = (
+    "import os, socket, time\n"
+    "rank, world = int(os.environ['RANK']), int(os.environ['WORLD_SIZE'])\n"
+    "address = (os.environ['MASTER_ADDR'], int(os.environ['MASTER_PORT']))\n"
+    "print('rank', rank, 'of', world, 'meets at', address[0], flush=True)\n"
+    "if rank == 0:\n"
+    "    with socket.create_server(address) as server:\n"
+    "        server.settimeout(120)\n"
+    "        peers = [server.accept()[0] for _ in range(world - 1)]\n"
+    "    for peer in peers:\n"
+    "        peer.sendall(b'go')\n"
+    "        peer.close()\n"
+    "else:\n"
+    "    deadline = time.monotonic() + 120\n"
+    "    while True:\n"
+    "        try:\n"
+    "            peer = socket.create_connection(address, timeout=120)\n"
+    "            break\n"
+    "        except OSError:\n"
+    "            assert time.monotonic() < deadline, 'rank 0 never listened'\n"
+    "            time.sleep(0.2)\n"
+    "    assert peer.recv(2) == b'go'\n"
+    "    peer.close()\n"
+    "print('rank', rank, 'met all', world, flush=True)\n"
+)
 # Its interpreter is not in the image.
 MISSING_INTERPRETER = "/nonexistent/python3"
 # About 6 s of training with a log line per epoch and a model file at the end.
@@ -163,7 +190,7 @@ def setup() -> dict[str, int]:
                        ("fails-while-the-other-trains", FAILS_WHILE_THE_OTHER_TRAINS),
                        ("goes-silent", GOES_SILENT),
                        ("checkpoints-every-step", CHECKPOINTS_EVERY_STEP), ("pauses", PAUSES),
-                       ("cannot-start", "pass")]:  # fmt: skip
+                       ("meets-its-peers", MEETS_ITS_PEERS), ("cannot-start", "pass")]:  # fmt: skip
         add_command_algorithm(catalog, name, code)
         if image:
             with catalog.session() as session:
@@ -189,6 +216,9 @@ def setup() -> dict[str, int]:
             catalog, name="start-fails", algorithm="cannot-start", parameters={}
         ),
         "reattach": add_task(catalog, name="reattach", algorithm="trains-slowly", parameters={}),
+        "four-nodes": add_task(
+            catalog, name="four-nodes", algorithm="meets-its-peers", parameters={}, node_count=4
+        ),
         "concurrent-failure": add_task(
             catalog,
             name="concurrent-failure",

@@ -542,6 +542,35 @@ def test_a_lost_worker_s_next_try_reattaches_to_the_running_pod(
     assert cluster.store.list(f"runs/{task_id}/{run_key}/output/distributed-0")
 
 
+def test_four_nodes_meet_over_the_run_s_headless_service(
+    results: dict[str, dict[str, Any]], cluster: Cluster
+) -> None:
+    """Four nodes' launch tasks at once, as Airflow's executors run them: rank 0 listens on its
+    own name under the run's headless Service (``MASTER_ADDR``), the other three connect to it
+    (a rendezvous as torchrun's), and all four succeed."""
+    task_id = results["setup"]["tasks"]["four-nodes"]
+    plan = cluster.root / "four-nodes-plan.json"
+    prepared = cluster.runner("prepare", "four-nodes", str(plan))
+    assert prepared.returncode == 0, prepared.stderr[-4000:]
+    nodes = json.loads(plan.read_text())["node_indices"]
+    assert len(nodes) == 4
+    workers = {node: launch_in_background(cluster, plan, node, 1, cluster.env) for node in nodes}
+    outputs = {node: worker.communicate(timeout=180)[0] for node, worker in workers.items()}
+    assert all(worker.returncode == 0 for worker in workers.values()), outputs
+    collected = cluster.runner("collect", str(plan))
+    assert results_of(collected) == [{"failed_nodes": []}], collected.stderr[-4000:]
+    document = json.loads(plan.read_text())
+    # Node 0's name under the run's Service (the node agent resolves it as kube-dns would).
+    assert document["master_addr"].startswith("distributed-0.")
+    assert document["master_addr"].endswith(f".{NAMESPACE}.svc.cluster.local")
+    result = {"task_id": task_id, "run": {"run_key": document["run_key"]}}
+    for rank, node in enumerate(nodes):
+        train = stored(cluster, result, names(result, node).train)
+        assert f"rank {rank} met all 4" in train, train
+    assert len(cluster.created_for(task_id)) == 4
+    assert cluster.pods_of(task_id) == [] and cluster.services() == []
+
+
 def _training(pod: Any) -> bool:
     statuses = pod.status.container_statuses or []
     return any(s.name == "base" and s.state.running is not None for s in statuses)
