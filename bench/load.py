@@ -214,10 +214,18 @@ class Marks:
 
     marker: str
     sessions: set[int] = field(default_factory=set)
+    # Sessions of children that are neither the phase's nor its trainings' (a control plane
+    # started before it), left out of both.
+    foreign: set[int] = field(default_factory=set)
+
+    def add_foreign_children(self) -> None:
+        """Note this process's children so far as foreign (started before the phase)."""
+        self.foreign |= {proc.pid for proc in scan_processes() if proc.ppid == os.getpid()}
 
     def add_children(self) -> None:
         """Note the sessions of this process's children (the phase's Airflow components)."""
-        self.sessions |= {proc.pid for proc in scan_processes() if proc.ppid == os.getpid()}
+        children = {proc.pid for proc in scan_processes() if proc.ppid == os.getpid()}
+        self.sessions |= children - self.foreign
 
     def training(self) -> list[Proc]:
         return [proc for proc in scan_processes() if self.marker in proc.cmdline]

@@ -300,7 +300,8 @@ def container_processes(marks: Marks) -> list[str]:
     return [
         f"{proc.pid} {proc.cmdline[:100]}"
         for proc in alive
-        if (proc.ppid == me and proc.session not in marks.sessions) or marks.marker in proc.cmdline
+        if (proc.ppid == me and proc.session not in marks.sessions | marks.foreign)
+        or marks.marker in proc.cmdline
     ]
 
 
@@ -450,6 +451,7 @@ def run_kubernetes(size: Size) -> bool:
                         for number in range(size.tasks)]  # fmt: skip
 
             marks = Marks(marker)
+            marks.add_foreign_children()  # the control plane
             stack.callback(sweep, marks, leaks)
             server, task_ids = stack.enter_context(
                 demo_airflow(root, settings, prepare, metadata_url=metadata_url,
