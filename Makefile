@@ -43,7 +43,7 @@ test-machine:
 # The real Kubernetes control plane of the tests (tests/k8s_control_plane.py), built from Go
 # modules once per machine into ~/.cache/octotrain/ (a cold build: about 13 min on 2 cores).
 k8s-binaries:
-	bash tools/k8s/build.sh k8s etcd >/dev/null
+	bash tools/k8s/build.sh k8s etcd kueue >/dev/null
 
 # Compiled once here, every module's bytecode spares each command its compile at every start
 # (3 s of CPU before `octotrain --help` where PYTHONDONTWRITEBYTECODE is set: bench.cli).

@@ -1,6 +1,6 @@
 """``config/kubernetes.toml``: how training pods are built beyond the catalog (scheduling per
 resource spec, priority classes, the sidecar's pace, the namespace's Pod Security level, where
-the pods may connect), validated when it is read."""
+the pods may connect, who admits a run's pods), validated when it is read."""
 
 from __future__ import annotations
 
@@ -21,6 +21,22 @@ class _Config(BaseModel):
 class PriorityClass(_Config):
     minimum: int = Field(ge=-50, le=50)
     name: str = Field(min_length=1, max_length=253)
+
+
+class KueueAdmission(_Config):
+    """How a run's pods ask Kueue for admission, as one group (all or none): the LocalQueue
+    of the run's project (``{project}`` is the project's name), and the task's priority to a
+    WorkloadPriorityClass (the first entry whose ``minimum`` it reaches; none: Kueue's
+    default)."""
+
+    local_queue: str = Field(default="{project}", min_length=1, max_length=253)
+    priority_classes: list[PriorityClass] = Field(default_factory=list)
+
+    def queue_of(self, project: str) -> str:
+        return self.local_queue.replace("{project}", project)
+
+    def priority_class(self, priority: int) -> str:
+        return _first_reached(self.priority_classes, priority)
 
 
 class SpecScheduling(_Config):
@@ -70,16 +86,25 @@ class KubernetesConfig(_Config):
     egress: list[EgressRule] = Field(default_factory=list)
     priority_classes: list[PriorityClass] = Field(default_factory=list)
     resource_specs: dict[str, SpecScheduling] = Field(default_factory=dict)
+    # Who admits a run's pods: "" (nobody: each pod is scheduled as it comes) or "kueue" (all
+    # of a run's pods at once, or none, in the project's queue: the [kueue] table).
+    admission: Literal["", "kueue"] = ""
+    kueue: KueueAdmission = Field(default_factory=KueueAdmission)
 
     def priority_class(self, priority: int) -> str:
         """The PriorityClass of a task priority: the first class whose minimum it reaches."""
-        for entry in sorted(self.priority_classes, key=lambda item: -item.minimum):
-            if priority >= entry.minimum:
-                return entry.name
-        return ""
+        return _first_reached(self.priority_classes, priority)
 
     def scheduling(self, spec: str) -> SpecScheduling:
         return self.resource_specs.get(spec, SpecScheduling())
+
+
+def _first_reached(classes: list[PriorityClass], priority: int) -> str:
+    """The name of the first class (highest minimum first) whose minimum ``priority`` reaches."""
+    for entry in sorted(classes, key=lambda item: -item.minimum):
+        if priority >= entry.minimum:
+            return entry.name
+    return ""
 
 
 def kubernetes_config(path: Path | None = None) -> KubernetesConfig:

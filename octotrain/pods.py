@@ -70,6 +70,12 @@ LABEL_TASK = "octotrain.io/task"
 LABEL_RUN = "octotrain.io/run"
 LABEL_NODE = "octotrain.io/node"
 ANNOTATION_RUN_ID = "octotrain.io/run-id"
+# Kueue's plain-Pod groups: the pods of one group are admitted together (all or none) once
+# they all exist, in the queue their label names.
+KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
+KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
+KUEUE_GROUP_COUNT = "kueue.x-k8s.io/pod-group-total-count"
+KUEUE_PRIORITY = "kueue.x-k8s.io/priority-class"
 ROOT_UID = 0
 
 
@@ -92,6 +98,21 @@ class PodSettings:
 def run_label(plan: RunPlan) -> str:
     """A label value (63 characters at most) naming the run."""
     return hashlib.sha256(f"{plan.task_id}/{plan.run_key}".encode()).hexdigest()[:16]
+
+
+def kueue_pod_group(
+    plan: RunPlan, config: KubernetesConfig, *, start: int
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The labels and annotations that make a run's pods of one start (``start``: the run's
+    restart they belong to) one Kueue pod group in its project's LocalQueue, with its
+    WorkloadPriorityClass; none when Kueue does not admit the pods."""
+    if config.admission != "kueue":
+        return {}, {}
+    labels = {KUEUE_QUEUE: config.kueue.queue_of(plan.project),
+              KUEUE_GROUP: f"octotrain-{plan.task_id}-{run_label(plan)}-{start}"}  # fmt: skip
+    if priority_class := config.kueue.priority_class(plan.priority):
+        labels[KUEUE_PRIORITY] = priority_class
+    return labels, {KUEUE_GROUP_COUNT: str(plan.world_size)}
 
 
 def service_name(plan: RunPlan) -> str:

@@ -65,7 +65,7 @@ from octotrain.failure_classes import FailureClass, pod_end_class, pod_loss
 from octotrain.kubernetes_config import kubernetes_config
 from octotrain.left_behind_pods import LEFT_BEHIND_CHECK_SECONDS, left_behind, left_behind_message
 from octotrain.planning import RunPlan
-from octotrain.pods import node_pod
+from octotrain.pods import kueue_pod_group, node_pod
 from octotrain.restarts import RunRestart, restart_due, what_was_done
 from octotrain.run_layout import RunObjects
 from octotrain.settings import get_settings
@@ -95,6 +95,9 @@ STARTUP_TIMEOUT = "timeout"
 # Where a launch task keeps its node's pod (name and namespace) in its task state store.
 POD_STATE_KEY = "octotrain_node_pod"
 NOT_FOUND = 404
+# How long a pod may wait for its admission by a queue (Kueue) when its task sets no limit: a
+# week, as a queue's wait is no failure.
+QUEUED_WAIT_SECONDS = 7 * 24 * 3600
 
 
 class LaunchNodePodOperator(KubernetesPodOperator):
@@ -147,8 +150,15 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         self.name = f"train-{plan.task_id}-{self.node_index}"
         if plan.max_wait_seconds is not None:  # how long the pod may wait to be scheduled
             self.schedule_timeout_seconds = plan.max_wait_seconds
+        config = kubernetes_config()
+        if config.admission and plan.max_wait_seconds is None:
+            # Waiting in the queue for admission is no failure to start.
+            self.schedule_timeout_seconds = QUEUED_WAIT_SECONDS
         pod = super().build_pod_request_obj(context, dry_run=dry_run)
-        pod.metadata.labels = {**(pod.metadata.labels or {}), LABEL_START: str(self._start)}
+        group_labels, group_annotations = kueue_pod_group(plan, config, start=self._start)
+        pod.metadata.labels = {**(pod.metadata.labels or {}), LABEL_START: str(self._start),
+                               **group_labels}  # fmt: skip
+        pod.metadata.annotations = {**(pod.metadata.annotations or {}), **group_annotations}
         return pod
 
     def get_or_create_pod(self, pod_request_obj: k8s.V1Pod, context: Context) -> k8s.V1Pod:

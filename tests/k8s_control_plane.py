@@ -187,7 +187,7 @@ def _kubeconfig(path: Path, url: str, pki: Path) -> None:
     }))  # fmt: skip
 
 
-class _Processes:
+class Processes:
     """The plane's processes by name, each with its output appended to ``folder/<name>.log``:
     one may be stopped and started again with the same command (a restart), and all are
     stopped, in the reverse order of their starts, by ``stop_all``."""
@@ -224,7 +224,7 @@ class _Processes:
             self.stop(name)
 
 
-def _wait(name: str, process: subprocess.Popen[bytes], ready: Callable[[], bool],
+def wait_ready(name: str, process: subprocess.Popen[bytes], ready: Callable[[], bool],
           folder: Path) -> None:  # fmt: skip
     """Until ``ready()``; a process that exits or a start past ``START_SECONDS`` fails, with
     the last lines of its log."""
@@ -259,12 +259,12 @@ def control_plane(folder: Path) -> Iterator[ControlPlane]:
     url = f"https://127.0.0.1:{api_port}"
     kubeconfig = folder / "admin.kubeconfig"
     _kubeconfig(kubeconfig, url, pki)
-    processes = _Processes(folder)
+    processes = Processes(folder)
 
     def restart_apiserver() -> None:
         with plane.client() as api:
             restarted = processes.restart("kube-apiserver")
-            _wait("kube-apiserver", restarted, lambda: api.get("/readyz").text == "ok", folder)
+            wait_ready("kube-apiserver", restarted, lambda: api.get("/readyz").text == "ok", folder)
 
     plane = ControlPlane(url, folder, kubeconfig, pki / "ca.crt", pki / "admin.crt",
                          pki / "admin.key", restart_apiserver)  # fmt: skip
@@ -280,7 +280,8 @@ def control_plane(folder: Path) -> Iterator[ControlPlane]:
                 f"--initial-cluster=test=http://127.0.0.1:{peer_port}", "--unsafe-no-fsync",
             ])  # fmt: skip
             health = f"http://127.0.0.1:{etcd_port}/health"
-            _wait("etcd", etcd, lambda: httpx.get(health, timeout=2).status_code == 200, folder)
+            healthy = lambda: httpx.get(health, timeout=2).status_code == 200  # noqa: E731
+            wait_ready("etcd", etcd, healthy, folder)
             apiserver = processes.start("kube-apiserver", [
                 str(k8s / "kube-apiserver"), f"--etcd-servers=http://127.0.0.1:{etcd_port}",
                 "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
@@ -303,7 +304,7 @@ def control_plane(folder: Path) -> Iterator[ControlPlane]:
                 f"--default-not-ready-toleration-seconds={TOLERATION_SECONDS}",
                 f"--default-unreachable-toleration-seconds={TOLERATION_SECONDS}",
             ])  # fmt: skip
-            _wait("kube-apiserver", apiserver, lambda: api.get("/readyz").text == "ok", folder)
+            wait_ready("kube-apiserver", apiserver, lambda: api.get("/readyz").text == "ok", folder)
             common = [f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
                       f"--authorization-kubeconfig={kubeconfig}", "--bind-address=127.0.0.1",
                       "--leader-elect=false"]  # fmt: skip
@@ -321,7 +322,7 @@ def control_plane(folder: Path) -> Iterator[ControlPlane]:
                     str(k8s / name), *common, f"--secure-port={port}",
                     f"--cert-dir={folder / f'{name}-certs'}", *extra,
                 ])  # fmt: skip
-                _wait(name, process, partial(_healthy, f"https://127.0.0.1:{port}/healthz"),
+                wait_ready(name, process, partial(_healthy, f"https://127.0.0.1:{port}/healthz"),
                       folder)  # fmt: skip
         yield plane
     finally:

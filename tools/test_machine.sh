@@ -3,7 +3,10 @@
 # trust auth for local connections (the catalog's and Airflow's PostgreSQL tests), Redis on
 # 127.0.0.1:6379 (the Celery test's broker), Debian's chromium with a CJK font (the browser tests),
 # Ceph's radosgw, ceph-mon and ceph-osd (tests/radosgw.py starts them: the real S3 server), and
-# docker-compose (tests/test_docker_compose.py validates docker-compose.yaml with it).
+# docker-compose (tests/test_docker_compose.py validates docker-compose.yaml with it), and a
+# throwaway certificate where Kueue's manager reads its metrics certificate from
+# (/etc/kueue/metrics/certs, a fixed path when Kueue does not manage its certificates itself,
+# as tests/k8s_kueue.py runs it; its metrics server stays off).
 #
 # Packages come from Debian (apt-get, as root). Without root, the script says in one line what to
 # install and stops. The servers it starts are this machine's test services: PostgreSQL gets a
@@ -91,7 +94,17 @@ start_redis() {
   exit 1
 }
 
+kueue_metrics_certificate() {
+  local certs=/etc/kueue/metrics/certs
+  [[ -s $certs/tls.crt && -s $certs/tls.key ]] && return 0
+  say "making a throwaway certificate in $certs (Kueue's manager reads it at start)"
+  mkdir -p "$certs"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj /CN=kueue-metrics \
+    -keyout "$certs/tls.key" -out "$certs/tls.crt" 2>/dev/null
+}
+
 install_packages
 mkdir -p "$STATE"
 start_postgres
 start_redis
+kueue_metrics_certificate

@@ -259,6 +259,15 @@ def setup() -> dict[str, int]:
             )
             for mode in ("", "-sync")
         },
+        **{
+            f"admitted-{name}": add_task(
+                catalog,
+                name=f"admitted-{name}",
+                algorithm="checkpoints-every-step",
+                parameters={},
+            )
+            for name in ("a", "b")
+        },
         "node-lost": add_task(
             catalog, name="node-lost", algorithm="checkpoints-every-step", parameters={}
         ),

@@ -18,7 +18,7 @@ from octotrain.planning import RunPlan, build_run_plan
 from octotrain.pods import master_address, service_name
 from octotrain.settings import get_settings
 from octotrain.tasks import Tasks
-from operators.launch_pod import LaunchNodePodOperator
+from operators.launch_pod import QUEUED_WAIT_SECONDS, LaunchNodePodOperator
 from tests.factories import ADMIN, VALID_TASK
 from tests.k8s_schemas import schema_causes
 
@@ -239,3 +239,38 @@ def test_the_algorithm_s_metric_definitions_reach_the_wrapper(rule_session: Sess
     assert extraction["regex"] == "loss=([0-9.e-]+)"
     assert extraction["meta"]["name"] == "损失"
     assert command.index("--metric-extraction") < command.index("--")
+
+
+def test_with_kueue_a_run_s_pods_are_one_pod_group_in_the_project_s_queue(
+    rule_session: Session, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``admission = "kueue"``: every node pod of a run names its project's LocalQueue, one
+    pod group per start of the run with the run's node count, and the WorkloadPriorityClass of
+    the task's priority; it waits for admission as long as the task allows (here: no limit,
+    so a week) instead of failing its start."""
+    queued = tmp_path / "kubernetes.toml"
+    queued.write_text('admission = "kueue"\n[kueue]\nlocal_queue = "team-{project}"\n'
+                      '[[kueue.priority_classes]]\nminimum = -50\nname = "everyday"\n')  # fmt: skip
+    monkeypatch.setenv("OCTOTRAIN_KUBERNETES_CONFIG_FILE", str(queued))
+    get_settings.cache_clear()
+    try:
+        plan = plan_of(rule_session, CPU_TASK, 2)
+        built = pods(plan)
+        operator = node_operator()
+        context = {"ti": _TaskInstance(plan, 0), "run_id": plan.run_id, "dag": object()}
+        operator.build_pod_request_obj(context, dry_run=True)  # type: ignore[arg-type]
+    finally:
+        get_settings.cache_clear()
+    assert operator.schedule_timeout_seconds == QUEUED_WAIT_SECONDS
+    groups = {pod["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"] for pod in built}
+    assert len(groups) == 1 and next(iter(groups)).endswith("-0")  # the run's first start
+    for pod in built:
+        labels, annotations = pod["metadata"]["labels"], pod["metadata"]["annotations"]
+        assert labels["kueue.x-k8s.io/queue-name"] == "team-demo"
+        assert labels["kueue.x-k8s.io/priority-class"] == "everyday"
+        assert annotations["kueue.x-k8s.io/pod-group-total-count"] == "2"
+
+
+def test_without_admission_pods_name_no_queue(rule_session: Session) -> None:
+    for pod in pods(plan_of(rule_session, CPU_TASK, 2)):
+        assert not any(key.startswith("kueue.x-k8s.io/") for key in pod["metadata"]["labels"])
