@@ -67,6 +67,12 @@ class StoreRunRestarts:
         text = read_text(self.store, self._key(attempt))
         return None if text is None else RunRestart.from_json(text)
 
+    def counted(self, upto: int) -> int:
+        """How many of the run's restarts 1..``upto`` count against its ``max_node_restarts``
+        (a restart after a preemption does not)."""
+        found = (self.requested(number) for number in range(1, upto + 1))
+        return sum(1 for restart in found if restart is None or restart.counted)
+
     def latest(self) -> int:
         """The number of the run's latest restart (0: none): what a node started now joins."""
         numbers = [

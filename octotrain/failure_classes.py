@@ -1,14 +1,17 @@
 """Failure classes: why a node ended abnormally, as far as retrying it goes.
 
-A node lost for reasons outside its training (its pod evicted or preempted, its Kubernetes node
+A node lost for reasons outside its training (its pod evicted, its Kubernetes node
 lost, the worker that ran it lost, an image pull or the object store briefly failing) is
 ``LOST``: it is started again from its checkpoint, with every other node of its run, up to the
-task's ``max_node_restarts`` (``octotrain.restarts``). A training that failed on its own (a
-non-zero exit, out of memory, a command that cannot run, bad input), reached a time limit, hung
-or was stopped is not: starting it again would end the same way, or undo a decision.
+task's ``max_node_restarts`` (``octotrain.restarts``). A run preempted for other work (by the
+scheduler for a pod of higher priority, or by its queue, Kueue, which evicts the whole run and
+admits it again later) is ``PREEMPTED``: started again the same way, but not counted against
+``max_node_restarts``, as a preemption says nothing of the run itself. A training that failed on
+its own (a non-zero exit, out of memory, a command that cannot run, bad input), reached a time
+limit, hung or was stopped is not: starting it again would end the same way, or undo a decision.
 
-The classification reads what each launcher knows of a node's end: the pod as the Kubernetes
-API shows it (a dict in the API's shape, as ``octotrain.pod_diagnosis`` reads it), or the local
+The classification reads what each launcher knows of a node's end: the pod as the Kubernetes API
+shows it (a dict in the API's shape, as ``octotrain.pod_diagnosis`` reads it), or the local
 process's end (``local_end_class``).
 """
 
@@ -25,6 +28,10 @@ from octotrain.hang_detection import HUNG
 # A pod condition Kubernetes adds before it deletes or fails a pod for a disruption (eviction
 # by the API or for node pressure, preemption by a higher priority, the node's taint or loss).
 DISRUPTION_TARGET = "DisruptionTarget"
+# The reasons of that condition which mean the pod was preempted for other work: by the
+# scheduler (a pod of higher priority), or by its queue (Kueue evicts a workload, preempted or
+# otherwise sent back to the queue, by deleting its pods with this reason).
+PREEMPTION_REASONS = {"PreemptionByScheduler", "WorkloadEvicted"}
 # The pod's status reasons of a kubelet's eviction and of a node that stopped answering.
 EVICTED = "Evicted"
 NODE_LOST = "NodeLost"
@@ -51,7 +58,8 @@ SIGKILLED = {SIGNAL_EXIT_BASE + signal.SIGKILL, -signal.SIGKILL}
 class FailureClass(StrEnum):
     """Each abnormal end's class; ``retried`` says whether the node is started again."""
 
-    LOST = "lost"  # outside the training: evicted, preempted, node or worker lost
+    LOST = "lost"  # outside the training: evicted, node or worker lost
+    PREEMPTED = "preempted"  # for other work: by the scheduler, or by its queue (Kueue)
     TRAINING = "training"  # the training exited non-zero on its own
     OUT_OF_MEMORY = "out_of_memory"
     START = "start"  # it could not start: a command or image that cannot run, bad input
@@ -61,6 +69,11 @@ class FailureClass(StrEnum):
 
     @property
     def retried(self) -> bool:
+        return self in (FailureClass.LOST, FailureClass.PREEMPTED)
+
+    @property
+    def counted(self) -> bool:
+        """Whether a restart for it counts against the task's ``max_node_restarts``."""
         return self is FailureClass.LOST
 
     def in_words(self) -> str:
@@ -69,6 +82,10 @@ class FailureClass(StrEnum):
 
 _WORDS = {
     FailureClass.LOST: "the node was lost for a reason outside its training",
+    FailureClass.PREEMPTED: (
+        "the run was preempted for other work; it is started again from its checkpoint once it "
+        "is admitted again (not counted against max_node_restarts)"
+    ),
     FailureClass.TRAINING: "the training failed on its own (not retried)",
     FailureClass.OUT_OF_MEMORY: "the training ran out of memory (not retried)",
     FailureClass.START: "the node could not start its training (not retried)",
@@ -104,6 +121,15 @@ def pod_loss(pod: dict[str, Any]) -> str | None:
     return None
 
 
+def preempted(pod: dict[str, Any]) -> bool:
+    """Whether the pod's ``DisruptionTarget`` says it was preempted for other work."""
+    return any(
+        condition.get("type") == DISRUPTION_TARGET and condition.get("status") == "True"
+        and condition.get("reason") in PREEMPTION_REASONS
+        for condition in (pod.get("status") or {}).get("conditions") or []
+    )  # fmt: skip
+
+
 def _transient(message: str) -> bool:
     lowered = message.lower()
     return any(word in lowered for word in TRANSIENT_PULL_WORDS)
@@ -128,8 +154,10 @@ def pod_end_class(
         return FailureClass.STOPPED
     if time_limited:
         return FailureClass.TIME_LIMIT
-    if pod is None or pod_loss(pod) is not None:
+    if pod is None:
         return FailureClass.LOST
+    if pod_loss(pod) is not None:
+        return FailureClass.PREEMPTED if preempted(pod) else FailureClass.LOST
     if _init_failed(pod):  # data preparation: its own log says why (bad input, a store error)
         unreachable = staging_error is not None and STORE_UNAVAILABLE.search(staging_error)
         return FailureClass.LOST if unreachable else FailureClass.START

@@ -87,9 +87,8 @@ class CollectPodLogsOperator(TrainingStageOperator):
                     hung="hung" in report,
                     staging_error=staging_error_in(init_log),
                 )
-                done = what_was_done(
-                    failure, attempt=restarts.latest(), max_restarts=plan.max_node_restarts
-                )
+                counted = restarts.counted(restarts.latest())
+                done = what_was_done(failure, attempt=counted, max_restarts=plan.max_node_restarts)
                 log = supplemented(log, (*earlier, done))
                 write_text(store, objects.log(names.supplemental), log.render())
                 self.log.warning("%s", log.reason)

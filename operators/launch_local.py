@@ -227,7 +227,9 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
         failure = self._failure_class(layout, ending, outcome, None)
         if failure is None:
             return None
-        if restart_due(failure, attempt=attempt, max_restarts=plan.max_node_restarts):
+        # A local node is never preempted: each restart counts.
+        if restart_due(failure, attempt=attempt, counted=attempt,
+                       max_restarts=plan.max_node_restarts):  # fmt: skip
             reason = f"its process was killed from outside, exit status {outcome.exit_code}"
             return restarts.request(RunRestart(attempt + 1, self.node_index, reason))
         return restarts.requested(attempt + 1) if attempt < plan.max_node_restarts else None

@@ -66,7 +66,7 @@ from octotrain.kubernetes_config import kubernetes_config
 from octotrain.left_behind_pods import LEFT_BEHIND_CHECK_SECONDS, left_behind, left_behind_message
 from octotrain.planning import RunPlan
 from octotrain.pods import kueue_pod_group, node_pod
-from octotrain.restarts import RunRestart, restart_due, what_was_done
+from octotrain.restarts import MAX_RUN_RESTARTS, RunRestart, restart_due, what_was_done
 from octotrain.run_layout import RunObjects
 from octotrain.settings import get_settings
 from octotrain.supplemental_log import staging_error_in
@@ -355,9 +355,10 @@ class LaunchNodePodOperator(KubernetesPodOperator):
 
     @property
     def _next_restart(self) -> int | None:
-        """The number of the run's restart that would take this node's pod down; None when the
-        task allows no more."""
-        return self._start + 1 if self._start < self._max_restarts else None
+        """The number of the run's restart that would take this node's pod down; None when no
+        more can come (``MAX_RUN_RESTARTS``: a preemption's restart is not counted against the
+        task's ``max_node_restarts``, so the next may come whatever their count)."""
+        return self._start + 1 if self._start < MAX_RUN_RESTARTS else None
 
     def _restart_watcher(self) -> RestartWatcher:
         """Synchronous: the thread that takes the pod down when another node asks for the
@@ -418,12 +419,15 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         failure = pod_end_class(
             pod, stopped=False, time_limited=deadline, staging_error=staging_error
         )
-        if restart_due(failure, attempt=self._start, max_restarts=self._max_restarts):
+        counted = self._restarts.counted(self._start)
+        if restart_due(failure, attempt=self._start, counted=counted,
+                       max_restarts=self._max_restarts):  # fmt: skip
             why = "deleted before its end could be read: preempted, or its node lost"
             if pod is not None:
                 store = f"its data preparation found the object store unreachable: {staging_error}"
                 why = pod_loss(pod) or store
-            return self._restarts.request(RunRestart(self._start + 1, self.node_index, why))
+            restart = RunRestart(self._start + 1, self.node_index, why, counted=failure.counted)
+            return self._restarts.request(restart)
         return self._restarts.requested(self._start + 1)
 
     def _staging_error(self) -> str | None:
@@ -438,12 +442,14 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         left of it: marked checked, so that no try reattaches to it, and deleted); start the
         node's pod again."""
         assert self._restarts is not None
-        done = restart.in_words(self._max_restarts)
+        counted = self._restarts.counted(restart.attempt)
+        done = restart.in_words(self._max_restarts, counted_so_far=counted)
         if restart.node == self.node_index:
-            line = what_was_done(
-                FailureClass.LOST, attempt=restart.attempt - 1, max_restarts=self._max_restarts
-            )
-            ended = f"start {restart.attempt}: its pod was lost ({restart.reason}); {line}"
+            failure = FailureClass.LOST if restart.counted else FailureClass.PREEMPTED
+            before = counted - 1 if restart.counted else counted
+            line = what_was_done(failure, attempt=before, max_restarts=self._max_restarts)
+            how = "lost" if restart.counted else "preempted"
+            ended = f"start {restart.attempt}: its pod was {how} ({restart.reason}); {line}"
             note_restart(self._plan(context), done, log=self.log)
         else:
             ended = f"start {restart.attempt}: stopped to be started again with every node"

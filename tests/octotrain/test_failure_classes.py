@@ -34,13 +34,20 @@ def _exited(code: int, reason: str = "Error") -> dict[str, Any]:
 
 DISRUPTED = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
              "message": "preempted by a pod of higher priority"}  # fmt: skip
+# Kueue evicting a preempted workload: it deletes the pods with this condition.
+EVICTED_BY_KUEUE = {"type": "DisruptionTarget", "status": "True", "reason": "WorkloadEvicted",
+                    "message": "Preempted to accommodate a workload (UID: 1) due to "
+                               "prioritization in the ClusterQueue"}  # fmt: skip
+DRAINED = DISRUPTED | {"reason": "EvictionByEvictionAPI", "message": "Eviction API: evicting"}
 
 
 @pytest.mark.parametrize(
     ("pod", "expected"),
     [
         (_pod(reason="Evicted", base=_exited(137)), FailureClass.LOST),
-        (_pod(conditions=[DISRUPTED], base=_exited(143)), FailureClass.LOST),
+        (_pod(conditions=[DISRUPTED], base=_exited(143)), FailureClass.PREEMPTED),
+        (_pod(conditions=[EVICTED_BY_KUEUE], base=_exited(143)), FailureClass.PREEMPTED),
+        (_pod(conditions=[DRAINED], base=_exited(143)), FailureClass.LOST),
         (_pod(reason="NodeLost"), FailureClass.LOST),
         (None, FailureClass.LOST),  # gone without a word: deleted, or its node collected
         (_pod("Unknown"), FailureClass.LOST),  # its node stopped answering
@@ -56,7 +63,8 @@ def test_a_pod_s_end_is_classed_by_what_kubernetes_says(
     pod: dict[str, Any] | None, expected: FailureClass
 ) -> None:
     assert pod_end_class(pod, stopped=False, time_limited=False) is expected
-    assert expected.retried is (expected is FailureClass.LOST)
+    assert expected.retried is (expected in (FailureClass.LOST, FailureClass.PREEMPTED))
+    assert expected.counted is (expected is FailureClass.LOST)
 
 
 def test_a_disruption_condition_not_true_is_no_loss() -> None:
@@ -132,8 +140,10 @@ def test_a_local_node_s_end_is_classed_by_its_process_and_its_wrapper_s_report(
     assert local_end_class(**(_LOCAL | facts)) is expected
 
 
-def test_only_a_lost_node_is_retried() -> None:
-    assert [failure for failure in FailureClass if failure.retried] == [FailureClass.LOST]
+def test_only_a_lost_or_preempted_node_is_retried_and_only_a_lost_one_counted() -> None:
+    retried = [failure for failure in FailureClass if failure.retried]
+    assert retried == [FailureClass.LOST, FailureClass.PREEMPTED]
+    assert [failure for failure in FailureClass if failure.counted] == [FailureClass.LOST]
     assert FailureClass.HUNG == "hung"
 
 
