@@ -1,13 +1,15 @@
 """What Octotrain's Kubernetes launcher must be allowed in its training namespace: the one list
 that the launcher checks before a run creates anything (``hooks.kubernetes_access``) and that
 the shipped Role (``config/kubernetes/rbac.yaml``) grants, no more and no less (a test holds
-the two together)."""
+the two together); and, when Kueue admits the runs' pods, what ``rbac-kueue.yaml`` grants
+beside it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 RBAC_FILE = "config/kubernetes/rbac.yaml"
+KUEUE_RBAC_FILE = "config/kubernetes/rbac-kueue.yaml"
 
 
 @dataclass(frozen=True, order=True)
@@ -18,6 +20,7 @@ class Permission:
     api_group: str
     resource: str
     verb: str
+    granted_by: str = RBAC_FILE  # the shipped file whose Role grants it
 
     def __str__(self) -> str:
         group = f" ({self.api_group})" if self.api_group else ""
@@ -35,4 +38,10 @@ LAUNCHER_PERMISSIONS: tuple[Permission, ...] = (
     *_each("", "secrets", "create", "delete"),
     *_each("networking.k8s.io", "networkpolicies", "create", "delete"),
     *_each("", "events", "list", "watch"),
+)
+
+
+# Beside them with admission = "kueue": the LocalQueue of a run's project, checked before the run.
+KUEUE_PERMISSIONS: tuple[Permission, ...] = (
+    Permission("kueue.x-k8s.io", "localqueues", "get", granted_by=KUEUE_RBAC_FILE),
 )

@@ -3,14 +3,16 @@
 First it checks the launcher's access to the cluster (``hooks.kubernetes_access``: the
 connection loads and is accepted, and holds every permission the run will use), so that a wrong
 kubeconfig or a Role without ``pods/log`` fails the run here, saying so, before anything is
-created. Each pod's init container stages its node's inputs (``octotrain node stage``); this
-task looks the inputs up in the catalog as they are now (an input deleted since ``validate``
-fails the run here, named in every node's init log), writes the run's stage plan to the object
-store for the init containers, and creates the run's NetworkPolicy
-(``octotrain.network_policy``: its pods reach each other, the cluster DNS and the configured
-egress, and nothing else reaches them), the headless Service that gives each node of a
-distributed run its DNS name, and the Secret of the run's secret variables and parameters, which
-its pods read by reference (all deleted by the ``delete_service`` teardown, whatever happens).
+created; with Kueue (``admission = "kueue"``), so does a project whose LocalQueue does not
+exist, or a cluster without Kueue. Each pod's init container stages its node's inputs
+(``octotrain node stage``); this task looks the inputs up in the catalog as they are now (an
+input deleted since ``validate`` fails the run here, named in every node's init log), writes the
+run's stage plan to the object store for the init containers, and creates the run's
+NetworkPolicy (``octotrain.network_policy``: its pods reach each other, the cluster DNS and the
+configured egress, and nothing else reaches them), the headless Service that gives each node of
+a distributed run its DNS name, and the Secret of the run's secret variables and parameters,
+which its pods read by reference (all deleted by the ``delete_service`` teardown, whatever
+happens).
 """
 
 from __future__ import annotations
@@ -24,13 +26,18 @@ from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowFailException
 
 from hooks.catalog import default_catalog
-from hooks.kubernetes_access import LauncherAccessError, check_launcher_access
+from hooks.kubernetes_access import (
+    LauncherAccessError,
+    check_kueue_queue,
+    check_launcher_access,
+)
 from hooks.kubernetes_runs import KubernetesRuns
 from hooks.object_store import default_object_store
 from hooks.pod_node import stage_plan
 from octotrain.contracts import NodeLogNames
 from octotrain.input_sources import current_sources
 from octotrain.kubernetes_config import kubernetes_config
+from octotrain.launcher_permissions import KUEUE_PERMISSIONS, LAUNCHER_PERMISSIONS
 from octotrain.network_policy import run_network_policy
 from octotrain.pods import headless_service, run_secret
 from octotrain.run_layout import RunObjects
@@ -48,8 +55,16 @@ class PreparePodsOperator(TrainingStageOperator):
         runs = KubernetesRuns(
             conn_id=settings.kubernetes_conn_id, namespace=settings.kubernetes_namespace
         )
+        config = kubernetes_config()
+        queued = config.admission == "kueue"
         try:
-            check_launcher_access(runs, conn_id=settings.kubernetes_conn_id)
+            check_launcher_access(
+                runs, conn_id=settings.kubernetes_conn_id,
+                permissions=LAUNCHER_PERMISSIONS + (KUEUE_PERMISSIONS if queued else ()),
+            )  # fmt: skip
+            if queued:
+                queue = config.kueue.queue_of(plan.project)
+                check_kueue_queue(runs, queue=queue, project=plan.project)
         except LauncherAccessError as error:
             raise AirflowFailException(str(error)) from None
         store = default_object_store()
@@ -68,7 +83,7 @@ class PreparePodsOperator(TrainingStageOperator):
             document = stage_plan(data, models, checkpoint_sources=plan.checkpoint_sources)
             path.write_text(json.dumps(document))
             store.put_file(objects.stage_plan, path)
-        policy = run_network_policy(plan, settings.kubernetes_namespace, kubernetes_config())
+        policy = run_network_policy(plan, settings.kubernetes_namespace, config)
         runs.ensure_network_policy(policy)
         self.log.info("network policy %s", policy["metadata"]["name"])
         if plan.has_secrets:
@@ -78,7 +93,7 @@ class PreparePodsOperator(TrainingStageOperator):
                           len(secret["stringData"]))  # fmt: skip
         if plan.world_size > 1:
             service = headless_service(
-                plan, settings.kubernetes_namespace, kubernetes_config().master_port
+                plan, settings.kubernetes_namespace, config.master_port
             )
             runs.ensure_service(service)
             self.log.info("headless service %s for %d nodes", service["metadata"]["name"],

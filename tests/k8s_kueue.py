@@ -3,7 +3,8 @@
 plain-Pod integration on, and its webhooks served to the apiserver on 127.0.0.1 (``url:``
 webhooks with a serving certificate signed by the plane's CA, instead of the in-cluster
 Service and Kueue's own certificate rotation). Stopped with its context: the webhook
-configurations are removed first, so the plane goes on without it.
+configurations are removed first, then the manager stops, then the CRDs (and every Kueue object)
+go, so the plane goes on as if Kueue had never been there.
 
 As installed upstream but for what a test machine needs: Kueue's visibility server and its
 metrics are off (an aggregated API this apiserver is not set up for; metrics served with
@@ -127,7 +128,9 @@ def kueue(plane: ControlPlane, folder: Path) -> Iterator[Kueue]:
         with plane.client() as api:
             for kind, name in configurations:
                 api.delete(f"{WEBHOOK_PATHS[kind]}/{name}")
-        processes.stop_all()
+            processes.stop_all()
+            for name in crds:  # the plane without Kueue again, its objects with them
+                api.delete(f"{CRDS}/{name}")
 
 
 def _install_crds(plane: ControlPlane, bases: Path) -> tuple[str, ...]:

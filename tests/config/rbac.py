@@ -16,6 +16,8 @@ from octotrain.settings import REPO_ROOT
 from tests.k8s_control_plane import ControlPlane, create
 
 RBAC_FILE = REPO_ROOT / "config" / "kubernetes" / "rbac.yaml"
+# The launcher's Role beside it when Kueue admits the runs' pods.
+KUEUE_RBAC_FILE = REPO_ROOT / "config" / "kubernetes" / "rbac-kueue.yaml"
 # Non-resource paths that every authenticated client may read (the default ClusterRoles
 # system:discovery and system:public-info-viewer): API discovery, version and health.
 DISCOVERY_PATHS = frozenset(
@@ -107,10 +109,10 @@ SHIPPED_PATHS = {
 }
 
 
-def apply_shipped(plane: ControlPlane) -> list[dict[str, Any]]:
-    """The shipped documents created in the tests' control plane (each left as it is when it
-    exists already); the documents."""
-    shipped = documents()
+def apply_shipped(plane: ControlPlane, path: Path = RBAC_FILE) -> list[dict[str, Any]]:
+    """The shipped documents of ``path`` created in the tests' control plane (each left as it
+    is when it exists already); the documents."""
+    shipped = documents(path)
     for document in shipped:
         create(plane, SHIPPED_PATHS[document["kind"]], document)
     return shipped

@@ -18,7 +18,8 @@ from octotrain.settings import REPO_ROOT
 from tests.k8s_schemas import fragment_causes, schema_causes
 
 CONFIG = REPO_ROOT / "config"
-MANIFESTS = [CONFIG / "kubernetes" / "rbac.yaml", CONFIG / "helm" / "priority-classes.yaml"]
+MANIFESTS = [CONFIG / "kubernetes" / "rbac.yaml", CONFIG / "kubernetes" / "rbac-kueue.yaml",
+             CONFIG / "helm" / "priority-classes.yaml"]  # fmt: skip
 
 
 def _documents(path: Path) -> list[dict[str, Any]]:

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from octotrain.launcher_permissions import LAUNCHER_PERMISSIONS
-from tests.config.rbac import apply_shipped, grants, launcher_role
+from octotrain.launcher_permissions import KUEUE_PERMISSIONS, LAUNCHER_PERMISSIONS
+from tests.config.rbac import KUEUE_RBAC_FILE, apply_shipped, grants, launcher_role
 from tests.k8s_control_plane import ControlPlane
 
 NAMESPACE = "octotrain"
@@ -69,3 +69,6 @@ def test_the_role_grants_exactly_what_the_launcher_checks_before_a_run() -> None
     checked = {(p.api_group, p.resource, p.verb) for p in LAUNCHER_PERMISSIONS}
     assert checked == grants(launcher_role())
     assert len(checked) == len(LAUNCHER_PERMISSIONS)  # no permission listed twice
+    with_kueue = {(p.api_group, p.resource, p.verb) for p in KUEUE_PERMISSIONS}
+    assert with_kueue == grants(launcher_role(KUEUE_RBAC_FILE))
+    assert {p.granted_by for p in KUEUE_PERMISSIONS} == {"config/kubernetes/rbac-kueue.yaml"}

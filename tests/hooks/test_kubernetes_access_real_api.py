@@ -12,12 +12,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hooks.kubernetes_access import LauncherAccessError, check_launcher_access
+from hooks.kubernetes_access import LauncherAccessError, check_kueue_queue, check_launcher_access
 from hooks.kubernetes_retry import api_retrying
 from hooks.kubernetes_runs import KubernetesRuns
 from hooks.local_process import free_port
 from octotrain.launcher_permissions import LAUNCHER_PERMISSIONS
-from tests.config.rbac import apply_shipped, bind_role_without, worker_account
+from tests.config.rbac import (
+    KUEUE_RBAC_FILE,
+    apply_shipped,
+    bind_role_without,
+    worker_account,
+)
 from tests.k8s_control_plane import ControlPlane, service_account_kubeconfig
 
 NAMESPACE = "octotrain"
@@ -131,3 +136,23 @@ def _write_kubeconfig(path: Path, url: str, ca: Path, *, token: str) -> None:
         "users": [{"name": "test", "user": {"token": token}}],
         "contexts": [{"name": "test", "context": {"cluster": "test", "user": "test"}}],
     }))  # fmt: skip
+
+
+def test_kueue_asked_for_but_not_installed_is_named(
+    k8s_api: ControlPlane, shipped: dict[str, str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """The plane without Kueue's CRDs (``tests/k8s_kueue.py`` removes them when it stops), the
+    worker allowed to read LocalQueues (``rbac-kueue.yaml``)."""
+    apply_shipped(k8s_api, KUEUE_RBAC_FILE)
+    kubeconfig = service_account_kubeconfig(
+        k8s_api, tmp_path / "worker", account_namespace=shipped["namespace"],
+        account=shipped["name"], namespace=NAMESPACE,
+    )  # fmt: skip
+    with pytest.raises(LauncherAccessError) as refused:
+        check_kueue_queue(_runs(kubeconfig, monkeypatch), queue="demo", project="demo")
+    assert str(refused.value) == (
+        "Kueue is not installed in the cluster (it has no LocalQueue kind: the CRD "
+        "localqueues.kueue.x-k8s.io is missing), but config/kubernetes.toml says admission = "
+        '"kueue"; install Kueue, or set admission = "" there'
+    )
