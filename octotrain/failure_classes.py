@@ -28,10 +28,16 @@ from octotrain.hang_detection import HUNG
 # A pod condition Kubernetes adds before it deletes or fails a pod for a disruption (eviction
 # by the API or for node pressure, preemption by a higher priority, the node's taint or loss).
 DISRUPTION_TARGET = "DisruptionTarget"
-# The reasons of that condition which mean the pod was preempted for other work: by the
-# scheduler (a pod of higher priority), or by its queue (Kueue evicts a workload, preempted or
-# otherwise sent back to the queue, by deleting its pods with this reason).
-PREEMPTION_REASONS = {"PreemptionByScheduler", "WorkloadEvicted"}
+# The condition Kueue adds to the pods of a workload it stops before it deletes them, and its
+# reason when the workload was evicted (preempted, or otherwise sent back to its queue).
+TERMINATION_TARGET = "TerminationTarget"
+# The (condition, reason) pairs which mean the pod was preempted for other work: by the
+# scheduler (a pod of higher priority), or by its queue (Kueue).
+PREEMPTIONS = {
+    (DISRUPTION_TARGET, "PreemptionByScheduler"),
+    (TERMINATION_TARGET, "WorkloadEvicted"),  # and every WorkloadEvictedDueTo… of Kueue's
+}
+LOSS_CONDITIONS = (DISRUPTION_TARGET, TERMINATION_TARGET)
 # The pod's status reasons of a kubelet's eviction and of a node that stopped answering.
 EVICTED = "Evicted"
 NODE_LOST = "NodeLost"
@@ -99,13 +105,14 @@ def pod_loss(pod: dict[str, Any]) -> str | None:
     """Why the pod was lost for a reason outside its training, in words; None when it was not.
 
     Kubernetes says so in three ways: the ``DisruptionTarget`` condition (API eviction,
-    preemption, node pressure, taint manager, pod garbage collection after a node loss), the
+    preemption, node pressure, taint manager, pod garbage collection after a node loss; Kueue's
+    ``TerminationTarget`` when it stops a workload), the
     status reason ``Evicted`` (kubelet) or ``NodeLost``, and an image pull that failed for a
     network or registry error of the moment (a timeout, a refused connection, a 5xx)."""
     status = pod.get("status") or {}
     for condition in status.get("conditions") or []:
-        if condition.get("type") == DISRUPTION_TARGET and condition.get("status") == "True":
-            reason = condition.get("reason") or "DisruptionTarget"
+        if condition.get("type") in LOSS_CONDITIONS and condition.get("status") == "True":
+            reason = condition.get("reason") or condition["type"]
             return f"{reason}: {condition.get('message', '')}".rstrip(": ")
     reason = str(status.get("reason") or "")
     if reason in (EVICTED, NODE_LOST):
@@ -122,10 +129,11 @@ def pod_loss(pod: dict[str, Any]) -> str | None:
 
 
 def preempted(pod: dict[str, Any]) -> bool:
-    """Whether the pod's ``DisruptionTarget`` says it was preempted for other work."""
+    """Whether the pod's conditions say it was preempted for other work."""
     return any(
-        condition.get("type") == DISRUPTION_TARGET and condition.get("status") == "True"
-        and condition.get("reason") in PREEMPTION_REASONS
+        condition.get("status") == "True"
+        and any(condition.get("type") == kind and str(condition.get("reason", "")).startswith(
+            reason) for kind, reason in PREEMPTIONS)
         for condition in (pod.get("status") or {}).get("conditions") or []
     )  # fmt: skip
 

@@ -101,15 +101,16 @@ def run_label(plan: RunPlan) -> str:
 
 
 def kueue_pod_group(
-    plan: RunPlan, config: KubernetesConfig, *, start: int
+    plan: RunPlan, config: KubernetesConfig
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """The labels and annotations that make a run's pods of one start (``start``: the run's
-    restart they belong to) one Kueue pod group in its project's LocalQueue, with its
-    WorkloadPriorityClass; none when Kueue does not admit the pods."""
+    """The labels and annotations that make a run's pods one Kueue pod group in its project's
+    LocalQueue, with its WorkloadPriorityClass; none when Kueue does not admit the pods. The
+    group is the run's, whatever its restarts: the pods of a restart replace the group's ended
+    ones (Kueue keeps a preempted group's workload and readmits it waiting for them)."""
     if config.admission != "kueue":
         return {}, {}
     labels = {KUEUE_QUEUE: config.kueue.queue_of(plan.project),
-              KUEUE_GROUP: f"octotrain-{plan.task_id}-{run_label(plan)}-{start}"}  # fmt: skip
+              KUEUE_GROUP: f"octotrain-{plan.task_id}-{run_label(plan)}"}  # fmt: skip
     if priority_class := config.kueue.priority_class(plan.priority):
         labels[KUEUE_PRIORITY] = priority_class
     return labels, {KUEUE_GROUP_COUNT: str(plan.world_size)}

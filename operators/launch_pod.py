@@ -155,7 +155,7 @@ class LaunchNodePodOperator(KubernetesPodOperator):
             # Waiting in the queue for admission is no failure to start.
             self.schedule_timeout_seconds = QUEUED_WAIT_SECONDS
         pod = super().build_pod_request_obj(context, dry_run=dry_run)
-        group_labels, group_annotations = kueue_pod_group(plan, config, start=self._start)
+        group_labels, group_annotations = kueue_pod_group(plan, config)
         pod.metadata.labels = {**(pod.metadata.labels or {}), LABEL_START: str(self._start),
                                **group_labels}  # fmt: skip
         pod.metadata.annotations = {**(pod.metadata.annotations or {}), **group_annotations}

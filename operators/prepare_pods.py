@@ -92,9 +92,7 @@ class PreparePodsOperator(TrainingStageOperator):
             self.log.info("secret %s (%d values)", secret["metadata"]["name"],
                           len(secret["stringData"]))  # fmt: skip
         if plan.world_size > 1:
-            service = headless_service(
-                plan, settings.kubernetes_namespace, config.master_port
-            )
+            service = headless_service(plan, settings.kubernetes_namespace, config.master_port)
             runs.ensure_service(service)
             self.log.info("headless service %s for %d nodes", service["metadata"]["name"],
                           plan.world_size)  # fmt: skip

@@ -266,8 +266,22 @@ def setup() -> dict[str, int]:
                 algorithm="checkpoints-every-step",
                 parameters={},
             )
-            for name in ("a", "b")
+            for name in ("a", "b", "without-queue")
         },
+        "preempted-low": add_task(
+            catalog,
+            name="preempted-low",
+            algorithm="checkpoints-every-step",
+            parameters={},
+            priority=0,
+        ),
+        "preempting-high": add_task(
+            catalog,
+            name="preempting-high",
+            algorithm="checkpoints-every-step",
+            parameters={},
+            priority=40,
+        ),
         "node-lost": add_task(
             catalog, name="node-lost", algorithm="checkpoints-every-step", parameters={}
         ),

@@ -3,25 +3,38 @@ plane with the real Kueue (``tests/k8s_kueue.py``): the launcher's pods of one r
 Kueue pod group in their project's LocalQueue, which a ClusterQueue admits only as a whole.
 With quota for one 2-node run, two runs started at once never overlap: the second's pods wait,
 gated by Kueue, none of them running, until the first has ended; then it runs, and both
-succeed."""
+succeed. A run of a higher WorkloadPriorityClass preempts a running one: the preempted run
+waits in the queue again and, readmitted once the other has ended, goes on from its
+checkpoint."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from octotrain.pods import KUEUE_GROUP, KUEUE_QUEUE, LABEL_TASK
+from tests.config.rbac import KUEUE_RBAC_FILE, apply_shipped, worker_account
+from tests.e2e.test_kubernetes_restarts import (
+    checkpointed_pod,
+    objects_of,
+    steps_started_at,
+    succeeded,
+)
 from tests.e2e.test_kubernetes_run import (
     NAMESPACE,
     NODES,
     Cluster,
     clustered,
     launch_in_background,
+    names,
     results_of,
+    stored,
 )
 from tests.k8s_control_plane import ControlPlane, create
 from tests.k8s_kueue import Kueue, kueue
@@ -31,6 +44,15 @@ CLUSTER_QUEUE = "octotrain-e2e"
 # Room for one 2-node run of the cpu-small spec (1 cpu a node, and its sidecar's request).
 CPU_QUOTA = "3"
 GATE = "kueue.x-k8s.io/admission"
+KUEUE_PRIORITIES = """
+[[kueue.priority_classes]]
+minimum = 30
+name = "octotrain-high"
+
+[[kueue.priority_classes]]
+minimum = -50
+name = "octotrain-low"
+"""
 DEADLINE_SECONDS = 240
 
 
@@ -44,12 +66,18 @@ def admitting(k8s_api: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -
         create(k8s_api, f"{KUEUE_API}/clusterqueues", {
             "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
             "metadata": {"name": CLUSTER_QUEUE},
-            "spec": {"namespaceSelector": {}, "resourceGroups": [{
+            "spec": {"namespaceSelector": {},
+                     "preemption": {"withinClusterQueue": "LowerPriority"},
+                     "resourceGroups": [{
                 "coveredResources": ["cpu", "memory"],
                 "flavors": [{"name": "default-flavor", "resources": [
                     {"name": "cpu", "nominalQuota": CPU_QUOTA},
                     {"name": "memory", "nominalQuota": "64Gi"}]}]}]},
         })  # fmt: skip
+        for name, value in (("octotrain-low", 100), ("octotrain-high", 1000)):
+            create(k8s_api, f"{KUEUE_API}/workloadpriorityclasses", {
+                "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+                "metadata": {"name": name}, "value": value})  # fmt: skip
         yield running
 
 
@@ -63,24 +91,48 @@ def cluster(
     has Kueue admit the runs' pods (``kueue.toml``)."""
     with clustered(request, tmp_path_factory) as found:
         assert found.plane is not None
+        apply_shipped(found.plane, KUEUE_RBAC_FILE)
         create(found.plane, f"{KUEUE_API}/namespaces/{NAMESPACE}/localqueues", {
             "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
             "metadata": {"name": "demo", "namespace": NAMESPACE},
             "spec": {"clusterQueue": CLUSTER_QUEUE}})  # fmt: skip
         deferrable = found.root / "deferrable.toml"
-        (found.root / "kueue.toml").write_text('admission = "kueue"\n' + deferrable.read_text())
+        (found.root / "kueue.toml").write_text(
+            'admission = "kueue"\n' + deferrable.read_text() + KUEUE_PRIORITIES
+        )
         yield found
 
 
-def test_two_runs_with_room_for_one_never_overlap_and_both_succeed(cluster: Cluster) -> None:
-    env = cluster.env | {"OCTOTRAIN_KUBERNETES_CONFIG_FILE": str(cluster.root / "kueue.toml")}
+@pytest.fixture(scope="module")
+def env(cluster: Cluster) -> dict[str, str]:
+    """The runner's environment with Kueue's admission on; checkpoints synced every half
+    second, so that a preempted run finds one to go on from."""
+    return cluster.env | {"OCTOTRAIN_KUBERNETES_CONFIG_FILE": str(cluster.root / "kueue.toml"),
+                          "OCTOTRAIN_CHECKPOINT_SYNC_SECONDS": "0.5"}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def tasks(cluster: Cluster, env: dict[str, str]) -> dict[str, int]:
+    """The catalog of ``k8s_runner.py``'s setup."""
     completed = cluster.runner("dag", env=env)
-    tasks = dict(results_of(completed)[0]["tasks"])
+    found = results_of(completed)
+    assert found and found[0]["scenario"] == "setup", (completed.stdout + completed.stderr)[-4000:]
+    return dict(found[0]["tasks"])
+
+
+def _prepared(cluster: Cluster, env: dict[str, str], *task_names: str) -> dict[str, Path]:
     plans = {}
-    for name in ("admitted-a", "admitted-b"):
+    for name in task_names:
         plans[name] = cluster.root / f"{name}-plan.json"
         prepared = cluster.runner("prepare", name, str(plans[name]), env=env)
         assert prepared.returncode == 0, prepared.stderr[-4000:]
+    return plans
+
+
+def test_two_runs_with_room_for_one_never_overlap_and_both_succeed(
+    cluster: Cluster, env: dict[str, str], tasks: dict[str, int]
+) -> None:
+    plans = _prepared(cluster, env, "admitted-a", "admitted-b")
     seen: list[dict[str, Any]] = []
     done = threading.Event()
     watcher = threading.Thread(target=_watch, args=(cluster, seen, done), daemon=True)
@@ -152,3 +204,71 @@ def _no_partial_start(seen: list[dict[str, Any]], by_task: dict[int, str]) -> No
                and not all(gated)]  # fmt: skip
     # Kueue ungates a group's pods one request after the other: a sample may fall between.
     assert len(partial) <= 2, partial
+
+
+def test_a_higher_priority_run_preempts_and_the_preempted_one_resumes_from_its_checkpoint(
+    cluster: Cluster, env: dict[str, str], tasks: dict[str, int]
+) -> None:
+    """The low-priority run trains; a high-priority one comes, with no room for both: Kueue
+    evicts the low one (its pods deleted, its checkpoint synced in their grace period), admits
+    the high one, and readmits the low one once the high one has ended; it goes on from its
+    checkpoint, and both end with the model of an uninterrupted run."""
+    plans = _prepared(cluster, env, "preempted-low", "preempting-high")
+    low = {node: launch_in_background(cluster, plans["preempted-low"], node, 1, env)
+           for node in NODES}  # fmt: skip
+    checkpointed_pod(cluster, plans["preempted-low"], "distributed-0", 20, low)
+    high = {node: launch_in_background(cluster, plans["preempting-high"], node, 1, env)
+            for node in NODES}  # fmt: skip
+    for name, workers in (("preempting-high", high), ("preempted-low", low)):
+        result = succeeded(cluster, workers, plans[name], tasks[name], env)
+        model = cluster.root / "fetched" / f"{name}-model.txt"
+        cluster.store.get_file(f"{objects_of(plans[name]).output('distributed-0')}/model.txt",
+                               model)  # fmt: skip
+        assert model.read_text() == "weights after 80 steps"
+        if name == "preempted-low":
+            for node in NODES:
+                train = stored(cluster, result, names(result, node).train)
+                started_at = steps_started_at(train)
+                assert started_at[0] == 0 and len(started_at) == 2, train
+                assert started_at[1] > 20, train  # from its checkpoint
+            ended = stored(cluster, result, names(result, "distributed-0").supplemental)
+            assert "preempted" in ended.lower(), ended
+
+
+def test_a_project_whose_queue_does_not_exist_is_refused_before_anything_is_made(
+    cluster: Cluster, env: dict[str, str], tasks: dict[str, int]
+) -> None:
+    """The run's ``stage_data`` reads its project's LocalQueue (what ``rbac-kueue.yaml``
+    allows): missing, the run fails at once, saying so, and leaves nothing behind."""
+    assert cluster.plane is not None
+    missing = cluster.root / "missing-queue.toml"
+    deferrable = (cluster.root / "deferrable.toml").read_text()
+    queue = '[kueue]\nlocal_queue = "no-{project}"\n'
+    missing.write_text(f'admission = "kueue"\n{deferrable}\n{queue}')
+    plan = cluster.root / "missing-queue-plan.json"
+    refused = cluster.runner(
+        "prepare",
+        "admitted-without-queue",
+        str(plan),
+        env=env | {"OCTOTRAIN_KUBERNETES_CONFIG_FILE": str(missing)},
+    )
+    assert refused.returncode != 0
+    assert (
+        "the LocalQueue 'no-demo' of project demo does not exist in the namespace octotrain: its "
+        "runs would never be admitted" in refused.stderr
+    ), refused.stderr[-3000:]
+    run = _plan(plan)
+    assert not cluster.store.list(f"runs/{run['task_id']}/{run['run_key']}/")
+    account = worker_account()
+    reads = [
+        event
+        for event in cluster.plane.audited(
+            f"system:serviceaccount:{account['namespace']}:{account['name']}"
+        )
+        if (event.get("objectRef") or {}).get("resource") == "localqueues"
+    ]
+    assert reads and all(e["verb"] == "get" for e in reads)  # what rbac-kueue.yaml grants
+
+
+def _plan(path: Path) -> dict[str, Any]:
+    return dict(json.loads(path.read_text()))

@@ -83,12 +83,12 @@ def _prepare(cluster: Cluster, task: str, env: dict[str, str]) -> Path:
     return plan
 
 
-def _objects(plan: Path) -> RunObjects:
+def objects_of(plan: Path) -> RunObjects:
     document = json.loads(plan.read_text())
     return RunObjects(document["task_id"], document["run_key"])
 
 
-def _checkpointed_pod(
+def checkpointed_pod(
     cluster: Cluster,
     plan: Path,
     node: str,
@@ -97,7 +97,7 @@ def _checkpointed_pod(
 ) -> str:
     """The name of ``node``'s running pod (not one being deleted), once its checkpoint in the
     store has passed ``after_step`` steps (while every node's launch task runs)."""
-    objects, deadline = _objects(plan), time.monotonic() + DEADLINE_SECONDS
+    objects, deadline = objects_of(plan), time.monotonic() + DEADLINE_SECONDS
     while True:
         manifest = read_manifest(cluster.store, objects, node)
         steps = [int(name.removeprefix("step-").removesuffix(".txt"))
@@ -122,7 +122,7 @@ def _ended(workers: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def _succeeded(
+def succeeded(
     cluster: Cluster, workers: dict[str, Any], plan: Path, task_id: int, env: dict[str, str]
 ) -> dict[str, Any]:
     """The run (as ``stored`` takes it) once every node's launch task ended well and the logs
@@ -131,10 +131,10 @@ def _succeeded(
     assert all(worker.returncode == 0 for worker in workers.values()), outputs
     collected = cluster.runner("collect", str(plan), env=env)
     assert results_of(collected) == [{"failed_nodes": []}], collected.stderr[-4000:]
-    return {"task_id": task_id, "run": {"run_key": _objects(plan).run_key}}
+    return {"task_id": task_id, "run": {"run_key": objects_of(plan).run_key}}
 
 
-def _steps_started_at(train: str) -> list[int]:
+def steps_started_at(train: str) -> list[int]:
     """The step each start of the training went on from (0: from scratch)."""
     return [
         int(line.rsplit(" ", 1)[1]) for line in train.splitlines() if " starts at step " in line
@@ -144,7 +144,7 @@ def _steps_started_at(train: str) -> list[int]:
 def _ended_as_if_uninterrupted(cluster: Cluster, plan: Path, task: str, task_id: int) -> None:
     """The model an uninterrupted run writes; each node's pod made twice, none left."""
     model = cluster.root / "fetched" / f"{task}-model.txt"
-    cluster.store.get_file(f"{_objects(plan).output('distributed-0')}/model.txt", model)
+    cluster.store.get_file(f"{objects_of(plan).output('distributed-0')}/model.txt", model)
     assert model.read_text() == "weights after 80 steps"
     assert len(cluster.created_for(task_id)) == 4
     assert cluster.pods_of(task_id) == []
@@ -159,7 +159,7 @@ def test_a_node_evicted_mid_training_restarts_the_run_from_its_checkpoints(
     task = _task("restarted", mode)
     plan = _prepare(cluster, task, env)
     workers = {node: launch_in_background(cluster, plan, node, 1, env) for node in NODES}
-    evicted = _checkpointed_pod(cluster, plan, "distributed-1", 40, workers)  # half way
+    evicted = checkpointed_pod(cluster, plan, "distributed-1", 40, workers)  # half way
     # Each way reaches each kind of launch task once, at the cost of one run each.
     if mode == "synchronous":  # the kubelet, under node pressure
         cluster.agents[-1].evict(NAMESPACE, evicted)
@@ -168,10 +168,10 @@ def test_a_node_evicted_mid_training_restarts_the_run_from_its_checkpoints(
         _evict(cluster, evicted)
         # The pod is deleted (with its DisruptionTarget) before the launcher reads its end.
         why = "deleted before its end could be read"
-    result = _succeeded(cluster, workers, plan, tasks[task], env)
+    result = succeeded(cluster, workers, plan, tasks[task], env)
     for node in NODES:
         train = stored(cluster, result, names(result, node).train)
-        started_at = _steps_started_at(train)
+        started_at = steps_started_at(train)
         assert started_at[0] == 0 and len(started_at) == 2, train
         assert started_at[1] > 40, train  # from its checkpoint, not from scratch
         assert "step 80" in train
@@ -211,17 +211,17 @@ def test_a_lost_node_restarts_the_run_from_the_checkpoints_synced_before(
     plan = _prepare(cluster, task, env)
     workers = {node: launch_in_background(cluster, plan, node, 1, env) for node in NODES}
     for node in NODES:
-        _checkpointed_pod(cluster, plan, node, 30, workers)
+        checkpointed_pod(cluster, plan, node, 30, workers)
     lost = cluster.agents[-1]
     lost.lose()
     replacement = NodeAgent(cluster.plane, f"{lost.node_name}-replacement",
                             root=cluster.root / "replacement")  # fmt: skip
     cluster.agents.append(replacement)
     replacement.start()
-    result = _succeeded(cluster, workers, plan, tasks[task], env)
+    result = succeeded(cluster, workers, plan, tasks[task], env)
     for node in NODES:
         train = stored(cluster, result, names(result, node).train)
-        started_at = _steps_started_at(train)
+        started_at = steps_started_at(train)
         assert started_at[0] == 0 and started_at[-1] > 30, train  # from a synced checkpoint
         assert "step 80" in train
     ends = [stored(cluster, result, names(result, node).supplemental) for node in NODES]
@@ -249,14 +249,14 @@ def test_a_training_that_fails_on_its_own_is_not_started_again(
     outputs = _ended({node: launch_in_background(cluster, plan, node, 1, env) for node in NODES})
     collected = cluster.runner("collect", str(plan), env=env)
     assert results_of(collected) == [{"failed_nodes": list(NODES)}], (outputs, collected.stderr)
-    result = {"task_id": tasks[task], "run": {"run_key": _objects(plan).run_key}}
+    result = {"task_id": tasks[task], "run": {"run_key": objects_of(plan).run_key}}
     failed = stored(cluster, result, names(result, "distributed-0").supplemental)
     assert failed.startswith("node distributed-0 failed with exit code 3")
     assert "failure class training: the training failed on its own (not retried)" in failed
     stopped = stored(cluster, result, names(result, "distributed-1").supplemental)
     assert "failure class stopped: stopped (not retried)" in stopped
     assert len(cluster.created_for(tasks[task])) == 2  # no pod started again
-    assert not cluster.store.list(f"{_objects(plan).prefix}/restarts/")
+    assert not cluster.store.list(f"{objects_of(plan).prefix}/restarts/")
 
 
 # Deferred launch tasks only: the eviction test covers both ways a restart reaches a node.
@@ -270,15 +270,15 @@ def test_the_task_s_restart_limit_is_honoured(
     task = _task("restart-limit", mode)
     plan = _prepare(cluster, task, env)  # max_node_restarts: 1
     workers = {node: launch_in_background(cluster, plan, node, 1, env) for node in NODES}
-    first = _checkpointed_pod(cluster, plan, "distributed-1", 5, workers)
+    first = checkpointed_pod(cluster, plan, "distributed-1", 5, workers)
     _evict(cluster, first)
-    second = _checkpointed_pod(cluster, plan, "distributed-1", 25, workers)
+    second = checkpointed_pod(cluster, plan, "distributed-1", 25, workers)
     cluster.agents[-1].evict(NAMESPACE, second)
     outputs = _ended(workers)
     assert all(worker.returncode != 0 for worker in workers.values()), outputs
     collected = cluster.runner("collect", str(plan), env=env)
     assert results_of(collected) == [{"failed_nodes": list(NODES)}], collected.stderr[-4000:]
-    result = {"task_id": tasks[task], "run": {"run_key": _objects(plan).run_key}}
+    result = {"task_id": tasks[task], "run": {"run_key": objects_of(plan).run_key}}
     lost = stored(cluster, result, names(result, "distributed-1").supplemental)
     assert lost.startswith("node distributed-1 was evicted by Kubernetes"), lost
     # The first loss, restarted: an evicted pod is deleted (its DisruptionTarget with it).
@@ -303,16 +303,16 @@ def test_an_apiserver_restarted_mid_run_costs_nothing(
     task = _task("apiserver-restart", mode)
     plan = _prepare(cluster, task, env)
     workers = {node: launch_in_background(cluster, plan, node, 1, env) for node in NODES}
-    _checkpointed_pod(cluster, plan, "distributed-1", 10, workers)
+    checkpointed_pod(cluster, plan, "distributed-1", 10, workers)
     cluster.plane.restart_apiserver()
-    result = _succeeded(cluster, workers, plan, tasks[task], env)
+    result = succeeded(cluster, workers, plan, tasks[task], env)
     for node in NODES:
         train = stored(cluster, result, names(result, node).train)
-        assert _steps_started_at(train) == [0], train  # never started again
+        assert steps_started_at(train) == [0], train  # never started again
         steps = [line for line in train.splitlines() if line.startswith("step ")]
         assert len(steps) == 80, train
     model = cluster.root / "fetched" / f"{task}-model.txt"
-    cluster.store.get_file(f"{_objects(plan).output('distributed-0')}/model.txt", model)
+    cluster.store.get_file(f"{objects_of(plan).output('distributed-0')}/model.txt", model)
     assert model.read_text() == "weights after 80 steps"
     assert len(cluster.created_for(tasks[task])) == 2
     assert cluster.pods_of(tasks[task]) == []

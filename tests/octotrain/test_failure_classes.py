@@ -35,7 +35,8 @@ def _exited(code: int, reason: str = "Error") -> dict[str, Any]:
 DISRUPTED = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
              "message": "preempted by a pod of higher priority"}  # fmt: skip
 # Kueue evicting a preempted workload: it deletes the pods with this condition.
-EVICTED_BY_KUEUE = {"type": "DisruptionTarget", "status": "True", "reason": "WorkloadEvicted",
+EVICTED_BY_KUEUE = {"type": "TerminationTarget", "status": "True",
+                    "reason": "WorkloadEvictedDueToPreempted",
                     "message": "Preempted to accommodate a workload (UID: 1) due to "
                                "prioritization in the ClusterQueue"}  # fmt: skip
 DRAINED = DISRUPTED | {"reason": "EvictionByEvictionAPI", "message": "Eviction API: evicting"}
