@@ -54,7 +54,9 @@ def watching(pod_name: str, **pod_trigger: Any) -> NodePodTrigger:
     inner = KubernetesPodTrigger(
         pod_name=pod_name, pod_namespace=NAMESPACE, trigger_start_time=datetime.now(UTC),
         base_container_name="base", kubernetes_conn_id=CONN_ID, poll_interval=0.2,
-        startup_check_interval=0.2, startup_timeout=30, on_finish_action="delete_succeeded_pod",
+        # Whole seconds, as config/kubernetes.toml's startup_check_interval_seconds: it is the
+        # timeout of the trigger's watch of the pod's events, which a real apiserver wants whole.
+        startup_check_interval=1, startup_timeout=30, on_finish_action="delete_succeeded_pod",
         termination_grace_period=2, **pod_trigger,
     )  # fmt: skip
     trigger = NodePodTrigger.around(

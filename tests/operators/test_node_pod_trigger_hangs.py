@@ -36,7 +36,7 @@ def watching_hangs(pod_name: str) -> NodePodTrigger:
     inner = KubernetesPodTrigger(
         pod_name=pod_name, pod_namespace=POD_NAMESPACE,
         trigger_start_time=datetime.now(UTC), base_container_name="base",
-        kubernetes_conn_id=POD_CONN_ID, poll_interval=0.2, startup_check_interval=0.2,
+        kubernetes_conn_id=POD_CONN_ID, poll_interval=0.2, startup_check_interval=1,
         startup_timeout=30, on_finish_action="delete_succeeded_pod", termination_grace_period=2,
     )  # fmt: skip
     trigger = NodePodTrigger.around(
