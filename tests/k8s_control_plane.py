@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -97,13 +98,19 @@ class ControlPlane:
         kube-system, at the ``Metadata`` level (who, which verb on what, the answer's code)."""
         return self.folder / "audit.log"
 
-    def audited(self, username: str) -> list[dict[str, Any]]:
-        """The audit events (``audit.k8s.io/v1`` Event, one per request) of ``username``."""
+    def audited(self, username: str, *, since: datetime | None = None) -> list[dict[str, Any]]:
+        """The audit events (``audit.k8s.io/v1`` Event, one per request) of ``username``, those
+        received from ``since`` on when given (the plane is the session's: other modules' runs
+        act as the same accounts)."""
         if not self.audit_log.exists():
             return []
         lines = self.audit_log.read_text().splitlines()
-        return [event for line in lines if (event := json.loads(line))["user"]["username"]
-                == username]  # fmt: skip
+        events = [event for line in lines if (event := json.loads(line))["user"]["username"]
+                  == username]  # fmt: skip
+        if since is None:
+            return events
+        return [event for event in events
+                if datetime.fromisoformat(event["requestReceivedTimestamp"]) >= since]  # fmt: skip
 
     def created_pods(self) -> list[dict[str, Any]]:
         """Every pod a workload's service account created, as it sent it (the audit log's
