@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hooks import local_admission
 from hooks.catalog import default_catalog
 from hooks.hashing_io import file_checksum
 from hooks.local_process import RunAbortMarker, free_port
 from hooks.model_archive import ArchiveFailed, NoModelWritten, archive_outputs, different_outputs
 from hooks.object_store import default_object_store
 from octotrain.catalog.models import ModelVersion
+from octotrain.errors import FieldProblem, InvalidInput
 from octotrain.metrics import final_values
 from octotrain.planning import RunPlan
 from octotrain.run_layout import RunLayout
@@ -21,7 +23,11 @@ LOCAL_MASTER_ADDR = "127.0.0.1"
 
 class LocalLauncher:
     def rendezvous(self, plan: RunPlan) -> tuple[str, int]:
-        """This machine and a port free now."""
+        """This machine and a port free now; a run that could never start all its nodes
+        together here is refused (``hooks.local_admission``)."""
+        why = local_admission.refusal(plan)
+        if why is not None:
+            raise InvalidInput([FieldProblem("node_count", why)])
         return LOCAL_MASTER_ADDR, free_port()
 
     def abort_marker(self, layout: RunLayout) -> RunAbortMarker:

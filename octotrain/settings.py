@@ -46,6 +46,11 @@ class Settings(BaseModel):
     airflow_username: str = Field(min_length=1)
     airflow_password: str
     max_request_bytes: int = Field(ge=1024)
+    local_admission: bool
+    local_cores: float = Field(ge=0)
+    local_memory_gb: float = Field(ge=0)
+    local_nodes: int = Field(ge=0)
+    local_quotas_file: Path
 
     @field_validator("object_store_url")
     @classmethod
@@ -74,7 +79,9 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         for key, value in raw.items()
     }
     expanded["state_dir"] = state_dir
-    for key in ("runs_dir", "local_code_dir", "node_cache_dir", "kubernetes_config_file"):
+    paths = ("runs_dir", "local_code_dir", "node_cache_dir", "kubernetes_config_file",
+             "local_quotas_file")  # fmt: skip
+    for key in paths:
         expanded[key] = _resolve_path(str(expanded[key])).resolve()
     object_store = str(expanded["object_store_url"])
     if object_store.startswith("file://"):

@@ -12,6 +12,7 @@ in Airflow as in the catalog.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import time
@@ -24,6 +25,7 @@ from typing import Any
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowException, AirflowSkipException
 
+from hooks import local_admission
 from hooks.checkpoint_sync import BackgroundCheckpointSync, CheckpointSync, store_has
 from hooks.local_process import (
     AGENT_DIR,
@@ -48,6 +50,7 @@ from octotrain.run_layout import RunLayout
 from octotrain.secrets import masked_text
 from octotrain.settings import get_settings
 from octotrain.supplemental_log import TAIL_READ_BYTES, NodeEnding, last_sampled_memory
+from operators.admission_trigger import RunAdmissionTrigger
 from operators.hang_notices import HangNotices
 from operators.node_endings import record_ending
 from operators.node_holds import record_node_hold, record_node_release
@@ -87,6 +90,8 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
             reason = already.why_stopped(self.node_index, started=False)
             ending = NodeEnding(self.node_index, stop_reason=reason)
             return self._finish(layout, ending, stopped_by=already)
+        if plan.catalog_run_id and not local_admission.may_go_on(plan.catalog_run_id):
+            self._wait_for_admission(plan)
         folders = layout.node_folders(self.node_index)
         folders.create(with_model=bool(plan.input_models))
         command = [*plan.command, *parameter_arguments(plan.parameters)]
@@ -151,6 +156,23 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
                 return self._finish(layout, ending, stopped_by=stopped_by, failure=done)
             self._record_restart(plan, layout, ending, restart, outcome, stopped_by=stopped_by)
             attempt = restart.attempt
+
+    def execute_admitted(self, context: Context, event: dict[str, Any] | None = None) -> int:
+        """The run was admitted (or ended) while this task was deferred: start over."""
+        return self.execute(context)
+
+    def _wait_for_admission(self, plan: RunPlan) -> None:
+        """Defer until the run is admitted: all its nodes start together, or none does."""
+        state = local_admission.state_of(plan.catalog_run_id)
+        why = state.place.reason if state and state.place else ""
+        self.log.info("node %s waits for the run's admission%s", self.node_index,
+                      f": {why}" if why else "")  # fmt: skip
+        self.defer(
+            trigger=RunAdmissionTrigger(
+                run_id=plan.catalog_run_id, settles=self.node_index == plan.node_indices[0]
+            ),
+            method_name="execute_admitted",
+        )
 
     def _train(
         self,
@@ -376,6 +398,7 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
             self._confinement.release()
         if self._plan is not None:
             record_node_release(self._plan, self.node_index)
+            _settle_admissions()  # this node's room may admit a waiting run
         record_phase(phase_file_sink(layout.phase_path(self.node_index)), Phase.DONE)
         report = meta_report(layout.node_folders(self.node_index).metrics)
         if report:
@@ -420,6 +443,14 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
             self._confinement.release()
         if self._plan is not None:
             record_node_release(self._plan, self.node_index)
+
+
+def _settle_admissions() -> None:
+    """Admit the runs that fit now; a failure is logged, not the node's (triggers settle too)."""
+    try:
+        local_admission.settle()
+    except Exception:
+        logging.getLogger(__name__).warning("settling admissions failed", exc_info=True)
 
 
 def _tail(path: Path) -> str:

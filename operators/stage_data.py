@@ -20,6 +20,7 @@ from pathlib import Path
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowFailException
 
+from hooks import local_admission
 from hooks.catalog import default_catalog
 from hooks.checkpoint_sync import restore_checkpoint
 from hooks.local_process import RunAbortMarker
@@ -85,6 +86,7 @@ class StageDataOperator(TrainingStageOperator):
             raise AirflowFailException(
                 "staging failed: " + "; ".join(f"{node}: {why}" for node, why in failures.items())
             )
+        local_admission.request(plan)  # all nodes at once, once they have their inputs
 
 
 def _record_staging_failures(

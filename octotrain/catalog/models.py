@@ -471,3 +471,24 @@ class NodeHold(Base):
     node_index: Mapped[str] = mapped_column(String(32))
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class AdmissionClaim(Base):
+    """A run's request, on the local launcher, for all its nodes at once (``octotrain.admission``):
+    waiting while ``admitted_at`` is None, holding its demand from then until ``released_at``
+    (every node ended) or its run ends. The demand and order keys are copied from the plan so
+    that settling reads one table."""
+
+    __tablename__ = "admission_claims"
+    __table_args__ = (UniqueConstraint("run_id"), NEVER_REUSED_IDS)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    project: Mapped[str] = mapped_column(String(64))
+    priority: Mapped[int] = mapped_column(Integer)
+    nodes: Mapped[int] = mapped_column(Integer)
+    cores: Mapped[float] = mapped_column(Float)
+    memory_mib: Mapped[int] = mapped_column(Integer)
+    requested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    admitted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    released_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

@@ -24,6 +24,7 @@ from octotrain.catalog.models import (
 from tests.factories import seed
 
 TABLES = {
+    "admission_claims",
     "projects",
     "project_members",
     "model_version_inputs",
