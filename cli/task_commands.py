@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
@@ -21,7 +22,7 @@ from octotrain.catalog.views import RunView, TaskView
 from octotrain.contracts import dag_id_for
 from octotrain.errors import Conflict, InvalidInput, InvalidTrigger
 from octotrain.planning import resolve_run
-from octotrain.run_lifecycle import forget_trigger, record_triggered
+from octotrain.run_lifecycle import ACTIVE_RUN_STATES, forget_trigger, record_triggered
 from octotrain.run_settings import RESUME_SETTING
 from octotrain.secrets import held_apart
 from octotrain.settings import get_settings
@@ -272,6 +273,31 @@ def task_status(task_id: TaskId, as_json: JsonOption = False) -> None:
             return
         typer.echo(f"task {task.id} '{task.name}' of project {task.project} ({task.dag_id})")
         show_list(runs, RUN_COLUMNS, as_json=False)
+
+
+# The runs listed with where each active one stands in its queue.
+QUEUED_RUN_COLUMNS = ["id", "airflow_run_id", "state", "node_count", "started_at", "queue"]
+
+
+@tasks_app.command("runs", help="The task's runs; an active run's place in its queue, and why.")
+def task_runs(task_id: TaskId, as_json: JsonOption = False) -> None:
+    # Imported here: a queue on the cluster is read with the Kubernetes client (bench.cli).
+    from hooks.run_admission import queue_state
+
+    now = datetime.now(UTC)
+    with reported(as_json=as_json), catalog_session() as session:
+        rows = []
+        for run in Tasks(session, cli_scope()).runs(task_id):
+            state = queue_state(run) if run.state in ACTIVE_RUN_STATES else None
+            row = RunView.of(run).model_dump(mode="json")
+            row["queue"] = state.in_words(now) if state else ""
+            row["admission"] = None if state is None else {
+                "queue": state.queue, "asked": state.asked, "position": state.position,
+                "reason": state.reason, "waited_seconds": round(state.waited_seconds(now), 1),
+                "admitted": state.admitted_at is not None,
+            }  # fmt: skip
+            rows.append(row)
+        show_list(rows, QUEUED_RUN_COLUMNS, as_json=as_json)
 
 
 tasks_app.command("logs", help="A run's log files: list, print, follow (-f), search (--grep).")(

@@ -41,7 +41,10 @@ LAUNCHER_PERMISSIONS: tuple[Permission, ...] = (
 )
 
 
-# Beside them with admission = "kueue": the LocalQueue of a run's project, checked before the run.
+# Beside them with admission = "kueue": the LocalQueue of a run's project, checked before the run,
+# and the runs' Workloads, read for where a waiting run stands (hooks/kueue_workloads.py).
 KUEUE_PERMISSIONS: tuple[Permission, ...] = (
     Permission("kueue.x-k8s.io", "localqueues", "get", granted_by=KUEUE_RBAC_FILE),
+    Permission("kueue.x-k8s.io", "workloads", "get", granted_by=KUEUE_RBAC_FILE),
+    Permission("kueue.x-k8s.io", "workloads", "list", granted_by=KUEUE_RBAC_FILE),
 )

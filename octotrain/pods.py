@@ -97,7 +97,16 @@ class PodSettings:
 
 def run_label(plan: RunPlan) -> str:
     """A label value (63 characters at most) naming the run."""
-    return hashlib.sha256(f"{plan.task_id}/{plan.run_key}".encode()).hexdigest()[:16]
+    return _label(plan.task_id, plan.run_key)
+
+
+def _label(task_id: int, run_key: str) -> str:
+    return hashlib.sha256(f"{task_id}/{run_key}".encode()).hexdigest()[:16]
+
+
+def pod_group_name(task_id: int, run_key: str) -> str:
+    """The Kueue pod group of a run's pods, which is also the name of its Workload."""
+    return f"octotrain-{task_id}-{_label(task_id, run_key)}"
 
 
 def kueue_pod_group(
@@ -110,7 +119,7 @@ def kueue_pod_group(
     if config.admission != "kueue":
         return {}, {}
     labels = {KUEUE_QUEUE: config.kueue.queue_of(plan.project),
-              KUEUE_GROUP: f"octotrain-{plan.task_id}-{run_label(plan)}"}  # fmt: skip
+              KUEUE_GROUP: pod_group_name(plan.task_id, plan.run_key)}  # fmt: skip
     if priority_class := config.kueue.priority_class(plan.priority):
         labels[KUEUE_PRIORITY] = priority_class
     return labels, {KUEUE_GROUP_COUNT: str(plan.world_size)}

@@ -8,13 +8,16 @@ never a guess.
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 
 from airflow.api_fastapi.core_api.security import get_user
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel
 
 from hooks.catalog import default_catalog
+from hooks.run_admission import queue_state
 from hooks.run_progress import progress_of
+from octotrain.admission import QueueState
 from octotrain.node_progress import NodeProgress, RunProgress
 from octotrain.run_lifecycle import ACTIVE_RUN_STATES
 from octotrain.tasks import Tasks
@@ -40,8 +43,39 @@ class NodeProgressView(BaseModel):
     bytes_total: int | None
 
 
+class AdmissionView(BaseModel):
+    """Where the run stands in its queue (this machine's admission, or Kueue's on a cluster):
+    ``position`` (1: next) and ``reason`` while it waits, ``admitted_at`` (epoch seconds) once
+    admitted; ``waited_seconds`` until then, or until now; ``in_words`` all of it as the
+    console and the CLI say it."""
+
+    queue: str
+    asked: str
+    position: int | None
+    reason: str
+    requested_at: float
+    admitted_at: float | None
+    waited_seconds: float
+    in_words: str
+
+    @classmethod
+    def of(cls, state: QueueState, *, now: datetime) -> AdmissionView:
+        return cls(
+            queue=state.queue,
+            asked=state.asked,
+            position=state.position,
+            reason=state.reason,
+            requested_at=state.requested_at.timestamp(),
+            admitted_at=state.admitted_at.timestamp() if state.admitted_at else None,
+            waited_seconds=round(state.waited_seconds(now), 1),
+            in_words=state.in_words(now),
+        )
+
+
 class RunProgressView(BaseModel):
-    """``live`` while the run may still move; ``as_of``: when this was read (epoch seconds)."""
+    """``live`` while the run may still move; ``as_of``: when this was read (epoch seconds);
+    ``admission``: its place in its queue (null where no queue admits runs, or before the run
+    asked)."""
 
     live: bool
     as_of: float
@@ -49,6 +83,7 @@ class RunProgressView(BaseModel):
     percent: float | None
     eta_seconds: float | None
     nodes: list[NodeProgressView]
+    admission: AdmissionView | None = None
 
 
 @router.get("/tasks/{task_id}/runs/{run_id}/progress", summary="The run's phase, percent, ETA")
@@ -58,7 +93,11 @@ def run_progress_view(task_id: TaskId, run_id: RunId, scope: CurrentScope) -> Ru
         run = Tasks(session, scope).run(task_id, run_id)
         live = run.state in ACTIVE_RUN_STATES
         progress = progress_of(run, now=now)
-    return view_of(progress, live=live, as_of=now)
+        queued = queue_state(run)
+    view = view_of(progress, live=live, as_of=now)
+    if queued is not None:
+        view.admission = AdmissionView.of(queued, now=datetime.fromtimestamp(now, UTC))
+    return view
 
 
 def view_of(progress: RunProgress, *, live: bool, as_of: float) -> RunProgressView:

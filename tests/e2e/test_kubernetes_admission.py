@@ -10,6 +10,7 @@ checkpoint."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -17,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes.client import CustomObjectsApi
 
+from hooks.kueue_workloads import queue_state_of
 from octotrain.pods import KUEUE_GROUP, KUEUE_QUEUE, LABEL_TASK
 from tests.config.rbac import KUEUE_RBAC_FILE, apply_shipped, worker_account
 from tests.e2e.test_kubernetes_restarts import (
@@ -134,8 +137,9 @@ def test_two_runs_with_room_for_one_never_overlap_and_both_succeed(
 ) -> None:
     plans = _prepared(cluster, env, "admitted-a", "admitted-b")
     seen: list[dict[str, Any]] = []
+    workloads: list[list[dict[str, Any]]] = []
     done = threading.Event()
-    watcher = threading.Thread(target=_watch, args=(cluster, seen, done), daemon=True)
+    watcher = threading.Thread(target=_watch, args=(cluster, seen, done, workloads), daemon=True)
     watcher.start()
     workers = {(name, node): launch_in_background(cluster, plan, node, 1, env)
                for name, plan in plans.items() for node in NODES}  # fmt: skip
@@ -159,12 +163,42 @@ def test_two_runs_with_room_for_one_never_overlap_and_both_succeed(
     assert {pod["node"] for pod in waited} == set(NODES), seen[-6:]
     assert all(pod["queue"] == "demo" and pod["group"] for pod in waited)
     _no_partial_start(seen, by_task)
+    _said_why_it_waited({pod["group"] for pod in waited}, workloads)
 
 
-def _watch(cluster: Cluster, seen: list[dict[str, Any]], done: threading.Event) -> None:
-    """Every pod of the namespace, sampled every 0.2 s until ``done``."""
+def _said_why_it_waited(groups: set[str], workloads: list[list[dict[str, Any]]]) -> None:
+    """The second run's Workload, as the pages read it (``hooks.kueue_workloads``): first in
+    its queue, waiting for the ClusterQueue's cpu with the numbers; then admitted."""
+    [group] = groups
+    states = [
+        queue_state_of(workload, sample, cluster_queue=CLUSTER_QUEUE)
+        for sample in workloads for workload in sample if workload["metadata"]["name"] == group
+    ]  # fmt: skip
+    waiting = [state for state in states if state.admitted_at is None and state.reason]
+    assert waiting, states[:3]
+    assert waiting[-1].queue == f"demo (ClusterQueue {CLUSTER_QUEUE})"
+    assert waiting[-1].position == 1 and "cpu" in waiting[-1].asked
+    assert re.fullmatch(
+        rf"waiting for quota: ClusterQueue {CLUSTER_QUEUE} lacks \S+ more cpu in flavor "
+        r"default-flavor, the run needs \S+ cpu",
+        waiting[-1].reason,
+    ), waiting[-1].reason
+    admitted = [state for state in states if state.admitted_at is not None]
+    assert admitted and admitted[-1].waited_seconds(admitted[-1].admitted_at) > 1
+
+
+def _watch(
+    cluster: Cluster,
+    seen: list[dict[str, Any]],
+    done: threading.Event,
+    workloads: list[list[dict[str, Any]]],
+) -> None:
+    """Every pod and Kueue Workload of the namespace, sampled every 0.2 s until ``done``."""
+    custom = CustomObjectsApi(cluster.api.api_client)
     while not done.is_set():
         now = time.monotonic()
+        workloads.append(custom.list_namespaced_custom_object(
+            "kueue.x-k8s.io", "v1beta2", NAMESPACE, "workloads")["items"])  # fmt: skip
         for pod in cluster.api.list_namespaced_pod(NAMESPACE).items:
             labels = pod.metadata.labels or {}
             statuses = pod.status.container_statuses or []

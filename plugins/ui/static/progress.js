@@ -56,6 +56,23 @@
     return node.total === null ? `at ${node.current} (total unknown)` : `${node.current} of ${node.total}`;
   }
 
+  // Where the run stands in its queue: while it waits its position and the reason, stressed;
+  // once admitted how long it waited, muted.
+  function queueLine(admission, live) {
+    const waiting = admission.admitted_at === null && live;
+    const line = element("div", undefined, waiting ? "queue-state waiting" : "queue-state muted");
+    line.dataset.queue = admission.queue;
+    if (!waiting) {
+      line.textContent = `waited ${duration(admission.waited_seconds)} in queue ${admission.queue}`;
+      return line;
+    }
+    const place = admission.position === null ? "" : `, position ${admission.position}`;
+    line.append(element("span", `queue ${admission.queue}${place}`, "queue-name"));
+    line.append(element("span", ` · asked ${admission.asked} · waiting ${duration(admission.waited_seconds)}`, "muted"));
+    line.append(element("div", admission.reason || "being admitted", "queue-reason"));
+    return line;
+  }
+
   function nodeTable(nodes) {
     const table = element("table", undefined, "progress-nodes");
     const head = element("tr");
@@ -78,6 +95,7 @@
     try {
       const progress = await getJson(target.dataset.progressUrl);
       const parts = [summary(progress, "the run's progress")];
+      if (progress.admission) parts.push(queueLine(progress.admission, progress.live));
       if ("progressNodes" in target.dataset && progress.nodes.length) parts.push(nodeTable(progress.nodes));
       target.replaceChildren(...parts);
       target.dataset.phase = progress.phase;

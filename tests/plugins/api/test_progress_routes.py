@@ -5,8 +5,14 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import UTC, datetime, timedelta
 
+from hooks.catalog import default_catalog
+from hooks.local_admission import machine_capacity
 from hooks.run_progress import phase_file_sink
+from octotrain.admission import Demand
+from octotrain.catalog.admissions import request_admission, settle_admissions
+from octotrain.catalog.models import Run, RunState
 from octotrain.node_progress import Phase, PhaseRecord
 from tests.plugins.api.conftest import Api
 from tests.plugins.api.test_metrics_routes import new_run
@@ -49,3 +55,44 @@ def test_other_projects_runs_are_not_found(api: Api) -> None:
     base, _ = new_run(api, "progress-private")
     assert api.client.get(f"{base}/progress", headers=api.as_user("bob")).status_code == 404
     assert api.client.get(f"{base}/progress").status_code == 401
+
+
+def _claim(run_id: int, *, cores: float, at: datetime) -> None:
+    with default_catalog().session() as session:
+        request_admission(session, run_id=run_id, project="demo", priority=0,
+                          demand=Demand(2, cores, 1024), now=at)  # fmt: skip
+        settle_admissions(session, machine_capacity(), now=at)
+
+
+def test_a_waiting_run_s_queue_position_ask_and_reason_then_how_long_it_waited(api: Api) -> None:
+    """The local launcher's admission (the tests' machine counts 64 cores)."""
+    holding, _ = new_run(api, "queue-holding")
+    waiting, _ = new_run(api, "queue-waiting")
+    started = datetime.now(UTC) - timedelta(seconds=90)
+    _claim(int(holding.rsplit("/", 1)[1]), cores=40, at=started)
+    _claim(int(waiting.rsplit("/", 1)[1]), cores=40, at=started)
+    body = api.client.get(f"{waiting}/progress", headers=api.as_user("alice")).json()
+    admission = body["admission"]
+    assert admission["queue"] == "local" and admission["position"] == 1
+    assert admission["asked"] == "2 nodes, 40 cores, 1 GiB of memory"
+    assert admission["reason"] == (
+        "waiting for this machine: 24 of 64 cores free, the run needs 40 cores"
+    )
+    assert admission["admitted_at"] is None and 89 < admission["waited_seconds"] < 120
+    assert admission["in_words"].startswith("waiting 1 min ")
+    assert admission["in_words"].endswith(", position 1: " + admission["reason"])
+    with default_catalog().session() as session:
+        run = session.get(Run, int(holding.rsplit("/", 1)[1]))
+        assert run is not None
+        run.state = RunState.SUCCESS
+    with default_catalog().session() as session:
+        settle_admissions(session, machine_capacity(), now=started + timedelta(seconds=60))
+    admission = api.client.get(f"{waiting}/progress", headers=api.as_user("alice")).json()[
+        "admission"
+    ]
+    assert (admission["position"], admission["reason"], admission["waited_seconds"]) == (
+        None, "", 60.0
+    )  # fmt: skip
+    assert admission["in_words"] == "admitted by queue local after waiting 1 min 0 s"
+    held = api.client.get(f"{holding}/progress", headers=api.as_user("alice")).json()
+    assert held["admission"]["waited_seconds"] == 0.0
