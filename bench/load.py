@@ -638,6 +638,9 @@ def run_phase(name: str, arguments: argparse.Namespace, root: Path, marker: str)
             "OCTOTRAIN_CATALOG_URL": catalog_url,
             "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
             "AIRFLOW__CORE__PARALLELISM": str(PARALLELISM),
+            # Room for every run at once: the local admission would hold them to this
+            # machine's cores (1 a node), and this measures the platform's cost, not the cores.
+            "OCTOTRAIN_LOCAL_CORES": str(arguments.runs),
             # All N runs at once (Airflow's default lets 16 runs of a DAG be active).
             "AIRFLOW__CORE__MAX_ACTIVE_RUNS_PER_DAG": str(arguments.runs),
         }

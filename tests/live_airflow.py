@@ -108,9 +108,12 @@ def airflow_env(
 ) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "OCTOTRAIN_"))}
     metadata_url = metadata_url or f"sqlite:///{root / 'airflow.db'}"
+    # The tests' cores for the local admission (tests/conftest.py), unless ``octotrain`` sets them.
+    cores = {"OCTOTRAIN_LOCAL_CORES": os.environ.get("OCTOTRAIN_LOCAL_CORES", "")}
     return (
         env
         | sqlite_contention_settings(metadata_url)  # what ``octotrain`` sets wins
+        | cores
         | octotrain
         | {
             "AIRFLOW_HOME": str(root / "airflow"),

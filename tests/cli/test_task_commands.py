@@ -4,7 +4,9 @@ against a real Airflow api-server."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -16,8 +18,11 @@ from cli.main import app
 from hooks.airflow_rest import AirflowRestClient
 from hooks.catalog import CatalogHook
 from hooks.checkpoint_sync import CheckpointSync
+from hooks.local_admission import machine_capacity
 from hooks.local_process import RunAbortMarker
 from hooks.local_store import LocalFolderStore
+from octotrain.admission import Demand
+from octotrain.catalog.admissions import request_admission, settle_admissions
 from octotrain.catalog.models import Run, RunState, TrainingTask
 from octotrain.planning import run_key
 from octotrain.run_layout import RunObjects
@@ -90,6 +95,36 @@ def test_status_and_logs_of_a_run(cli: Cli, catalog: CatalogHook, octotrain_env:
     assert supplemental.stdout == "exit code 3\n"
     assert cli("task", "logs", "1", "--node", "distributed-7").exit_code == 1
     assert "no log kind 'debug'" in cli("task", "logs", "1", "--kind", "debug").stderr
+
+
+@pytest.mark.parametrize("catalog_url", ["sqlite"], indirect=True)
+def test_runs_says_where_a_waiting_run_stands_and_why(cli: Cli, catalog: CatalogHook) -> None:
+    """Two runs of 40 cores each on the tests' 64: the second waits for the first."""
+    with catalog.session() as session:
+        runs = [Run(task_id=1, airflow_run_id=f"manual__{n}", state=RunState.RUNNING,
+                    node_count=2, plan={"run_key": f"k{n}"}) for n in (1, 2)]  # fmt: skip
+        session.add_all(runs)
+        session.flush()
+        for run in runs:
+            request_admission(session, run_id=run.id, project="demo", priority=0,
+                              demand=Demand(2, 40, 1024), now=datetime.now(UTC))  # fmt: skip
+            settle_admissions(session, machine_capacity(), now=datetime.now(UTC))
+    listed = cli("task", "runs", "1")
+    assert listed.exit_code == 0, listed.stderr
+    waiting = next(line for line in listed.stdout.splitlines() if "manual__2" in line)
+    said = (
+        r"waiting \d+ s in queue local, position 1: waiting for this machine: 24 of 64 "
+        r"cores free, the run needs 40 cores$"
+    )
+    assert re.search(said, waiting), listed.stdout
+    first = next(line for line in listed.stdout.splitlines() if "manual__1" in line)
+    assert "admitted by queue local after waiting 0 s" in first
+    [shown] = [run for run in cli.json("task", "runs", "1") if run["airflow_run_id"] == "manual__2"]
+    assert shown["admission"] | {"waited_seconds": 0} == {
+        "queue": "local", "asked": "2 nodes, 40 cores, 1 GiB of memory", "position": 1,
+        "reason": "waiting for this machine: 24 of 64 cores free, the run needs 40 cores",
+        "waited_seconds": 0, "admitted": False,
+    }  # fmt: skip
 
 
 # ---- task run against a live api-server -------------------------------------------------------
