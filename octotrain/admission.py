@@ -8,9 +8,10 @@ cores, memory and node slots, and its project's quota (nodes and cores at once,
 ``config/local_quotas.toml``). This is what Kueue does for pod groups on a cluster, and its
 rules are followed where they apply:
 
-- order: higher priority first; among equal priority, the project holding the least against
-  its weight (fair sharing: a project's held cores divided by its weight), then the oldest
-  claim;
+- order: the project holding the least against its weight first (fair sharing: a project's
+  held cores divided by its weight, recounted after each admission), as Kueue's fair sharing
+  orders the ClusterQueues of a cohort; within a project, higher priority first, then the
+  oldest claim (a project is one queue, as a ClusterQueue is);
 - best effort, as Kueue's default ``BestEffortFIFO`` queueing: a claim that does not fit does
   not block smaller ones behind it, so room never stays idle while a waiting run would fit;
 - a claim larger than the machine or its project's quota can never fit: it is refused before
@@ -177,9 +178,10 @@ def place_of(run_id: int, claims: Sequence[Claim], capacity: Capacity) -> Waitin
 def _order(
     claim: Claim, by_project: dict[str, Demand], capacity: Capacity
 ) -> tuple[int, float, datetime, int]:
-    """Priority first; then fair sharing: what the claim's project holds against its weight."""
+    """Fair sharing first (what the claim's project holds against its weight), then priority
+    within the project, then age."""
     share = by_project[claim.project].cores / capacity.quota(claim.project).weight
-    return (-claim.priority, share, claim.requested_at, claim.run_id)
+    return (share, -claim.priority, claim.requested_at, claim.run_id)
 
 
 def _blocked(claim: Claim, used: Demand, project_used: Demand, capacity: Capacity) -> str | None:

@@ -135,3 +135,12 @@ def test_bursts_never_overfill_never_start_in_part_and_never_stall() -> None:
                 assert quota.nodes is None or sum(d.nodes for d in mine) <= quota.nodes
             ended = rng.choice(held)  # one run ends, freeing its room
             claims.remove(ended)
+
+
+def test_across_projects_fair_sharing_comes_before_priority_as_in_a_kueue_cohort() -> None:
+    """Project b holds 4 cores: a's low-priority run goes before b's high-priority one."""
+    held = _claim(1, 4, project="b", admitted=True)
+    b_high, a_low = _claim(2, 4, project="b", priority=10), _claim(3, 4, project="a", priority=-5)
+    settling = settle([held, b_high, a_low], MACHINE)
+    assert [claim.run_id for claim in settling.admit] == [3]
+    assert [place.run_id for place in settling.waiting] == [2]
