@@ -22,7 +22,7 @@ from octotrain.launcher_permissions import LAUNCHER_PERMISSIONS, Permission
 
 HTTP_UNAUTHORIZED = 401
 HTTP_NOT_FOUND = 404
-KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta2"
+KUEUE_API_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta2"
 CONFIG_FILE = "config/kubernetes.toml"
 
 
@@ -78,7 +78,7 @@ def check_kueue_queue(runs: KubernetesRuns, *, queue: str, project: str) -> None
     forever, its pods never admitted)."""
     api = CustomObjectsApi(runs.hook.api_client)
     try:
-        runs.call(api.get_namespaced_custom_object, group=KUEUE_GROUP, version=KUEUE_VERSION,
+        runs.call(api.get_namespaced_custom_object, group=KUEUE_API_GROUP, version=KUEUE_VERSION,
                   namespace=runs.namespace, plural="localqueues", name=queue)  # fmt: skip
     except ApiException as error:
         if error.status != HTTP_NOT_FOUND:
@@ -86,7 +86,7 @@ def check_kueue_queue(runs: KubernetesRuns, *, queue: str, project: str) -> None
         if not _object_missing(error):
             raise LauncherAccessError(
                 "Kueue is not installed in the cluster (it has no LocalQueue kind: the CRD "
-                f"localqueues.{KUEUE_GROUP} is missing), but {CONFIG_FILE} says admission = "
+                f"localqueues.{KUEUE_API_GROUP} is missing), but {CONFIG_FILE} says admission = "
                 f'"kueue"; install Kueue, or set admission = "" there'
             ) from None
         raise LauncherAccessError(

@@ -9,7 +9,8 @@ its nodes, named as the group), read to say where the run stands in its queue.
   the LocalQueue;
 - reason: Kueue's ``QuotaReserved`` condition, in words ("waiting for quota: ClusterQueue
   team-a lacks 1 more cpu in flavor default, the run needs 3 cpu"); an eviction (preemption)
-  says so;
+  says so; a run larger than its ClusterQueue can ever give is ``never_admitted`` (its launch
+  fails it then, instead of letting it wait forever);
 - admitted: the ``Admitted`` condition's time.
 
 A run whose pods were not created yet has no Workload: it is in no queue yet (None).
@@ -25,7 +26,7 @@ from kubernetes.client import CustomObjectsApi
 from kubernetes.client.rest import ApiException
 from kubernetes.utils import parse_quantity
 
-from hooks.kubernetes_access import HTTP_NOT_FOUND, KUEUE_GROUP, KUEUE_VERSION
+from hooks.kubernetes_access import HTTP_NOT_FOUND, KUEUE_API_GROUP, KUEUE_VERSION
 from hooks.kubernetes_runs import KubernetesRuns
 from octotrain.admission import QueueState
 from octotrain.catalog.models import Run
@@ -56,7 +57,7 @@ def workload_queue_state(run: Run) -> QueueState | None:
     runs = KubernetesRuns(conn_id=settings.kubernetes_conn_id,
                           namespace=settings.kubernetes_namespace)  # fmt: skip
     api = CustomObjectsApi(runs.hook.api_client)
-    where = {"group": KUEUE_GROUP, "version": KUEUE_VERSION, "namespace": runs.namespace}
+    where = {"group": KUEUE_API_GROUP, "version": KUEUE_VERSION, "namespace": runs.namespace}
     try:
         workload = runs.call(api.get_namespaced_custom_object, **where, plural="workloads",
                              name=pod_group_name(run.task_id, run_key))  # fmt: skip
@@ -109,6 +110,22 @@ def queue_state_of(
     )
 
 
+def never_admitted(workload: dict[str, Any], *, cluster_queue: str = "") -> str | None:
+    """Why Kueue will never admit ``workload`` (it asks more than its ClusterQueue can ever
+    give, borrowing included), with the numbers; None while it may still be admitted."""
+    reserved = _condition(workload, "QuotaReserved") or {}
+    found = BEYOND.search(str(reserved.get("message", "")))
+    if found is None:
+        return None
+    resource = found["resource"]
+    asked = _requests(workload.get("status", {})) or _spec_requests(workload.get("spec", {}))
+    whose = f"ClusterQueue {cluster_queue}" if cluster_queue else "its ClusterQueue"
+    return (
+        f"never admitted: {whose} has at most {found['capacity']} {resource} in flavor "
+        f"{found['flavor']}, the run needs {_amount(asked.get(resource), resource)}"
+    )
+
+
 def _reason(workload: dict[str, Any], cluster_queue: str, asked: dict[str, float]) -> str:
     reserved = _condition(workload, "QuotaReserved") or {}
     message = str(reserved.get("message", ""))
@@ -117,12 +134,8 @@ def _reason(workload: dict[str, Any], cluster_queue: str, asked: dict[str, float
     if evicted and evicted.get("status") == "True":
         again = f" (evicted: {evicted.get('message', evicted.get('reason', ''))}; waiting again)"
     whose = f"ClusterQueue {cluster_queue}" if cluster_queue else "its ClusterQueue"
-    if found := BEYOND.search(message):
-        resource = found["resource"]
-        return (
-            f"never admitted: {whose} has at most {found['capacity']} {resource} in flavor "
-            f"{found['flavor']}, the run needs {_amount(asked.get(resource), resource)}"
-        )
+    if refused := never_admitted(workload, cluster_queue=cluster_queue):
+        return refused
     if found := LACKING.search(message):
         resource = found["resource"]
         return (

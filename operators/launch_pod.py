@@ -74,6 +74,7 @@ from operators.hang_notices import PodHangWatch
 from operators.node_holds import pod_held_span, record_node_hold
 from operators.node_pod_trigger import (
     HELD_SINCE,
+    REFUSED,
     RESTART,
     RESTART_KEY,
     STOPPED,
@@ -262,10 +263,11 @@ class LaunchNodePodOperator(KubernetesPodOperator):
     def trigger_reentry(self, context: Context, event: dict[str, Any], *, start: int = 0) -> Any:
         """Back from the trigger: a node the abort flag stopped (its trigger deleted the pod
         and recorded the stop) ends with its reason, skipped when its user stopped it, failed
-        otherwise; a node whose pod the run's restart took down (``start``: the restart its pod
-        belonged to) starts it again; else the provider fetches the training container's log
-        and ends as the pod did, a pod that failed (or did not start in time) raising the flag,
-        or, lost, asking for the run's restart."""
+        otherwise; a run Kueue will never admit fails with Kueue's numbers; a node whose pod
+        the run's restart took down (``start``: the restart its pod belonged to) starts it
+        again; else the provider fetches the training container's log and ends as the pod did,
+        a pod that failed (or did not start in time) raising the flag, or, lost, asking for
+        the run's restart."""
         self._start, self._pod_name = start, str(event.get("name", ""))
         try:
             return self._reentry(context, event)
@@ -289,6 +291,8 @@ class LaunchNodePodOperator(KubernetesPodOperator):
                 record_node_hold(self._plan(context), self.node_index, started_at=since,
                                  ended_at=datetime.now(UTC))  # fmt: skip
             _end_stopped(str(event["message"]), by_user=bool(event.get(STOPPED_BY_USER)))
+        if event["status"] == REFUSED:
+            self._refused(context, str(event["message"]))
         if event["status"] == STARTUP_TIMEOUT:
             # No training log to fetch: following a pod that started just after its startup
             # timeout would hold this worker for its whole training (the provider follows it).
@@ -297,6 +301,14 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         self._restart_book(context)
         with self._failure_raises_the_flag(abort):
             return super().trigger_reentry(context, event)
+
+    def _refused(self, context: Context, reason: str) -> NoReturn:
+        """Kueue will never admit the run: it fails with Kueue's numbers (the abort flag stops
+        its other nodes), and this node's pod, which never ran, is deleted at once."""
+        self._abort_marker(context).raise_flag(AbortFlag.node_failed(self.node_index, reason))
+        runs = KubernetesRuns(conn_id=self.kubernetes_conn_id or "", namespace=str(self.namespace))
+        runs.delete_pod(self._pod_name, grace_seconds=0)
+        raise AirflowFailException(f"node {self.node_index}: {reason}")
 
     def cleanup(
         self,

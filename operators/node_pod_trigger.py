@@ -34,6 +34,7 @@ import asyncio
 import contextlib
 import importlib
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any
@@ -41,8 +42,11 @@ from typing import Any
 import pendulum
 from airflow.providers.cncf.kubernetes.triggers.pod import KubernetesPodTrigger
 from airflow.triggers.base import BaseTrigger, TriggerEvent
+from kubernetes_asyncio.client import CustomObjectsApi
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from hooks.kubernetes_access import KUEUE_API_GROUP, KUEUE_VERSION
+from hooks.kueue_workloads import never_admitted
 from hooks.object_store import default_object_store
 from hooks.run_abort import StoreAbortMarker
 from hooks.run_restarts import StoreRunRestarts
@@ -52,6 +56,7 @@ from octotrain.left_behind_pods import (
     left_behind,
     left_behind_message,
 )
+from octotrain.pods import KUEUE_GROUP
 from octotrain.restarts import RunRestart
 from operators.hang_notices import HangNotices, pod_hang_notices
 
@@ -66,6 +71,10 @@ STOPPED_BY_USER = "stopped_by_user"
 # The key of that event with when the pod started on its Kubernetes node (ISO 8601; absent if it
 # never did): with the event's time, the node's hold of its resources, for usage accounting.
 HELD_SINCE = "held_since"
+# The status of the event fired when Kueue will never admit the run (its message says why).
+REFUSED = "refused"
+# The scheduling gate Kueue holds a pod with until it admits the pod's group.
+KUEUE_GATE = "kueue.x-k8s.io/admission"
 # The status of Kubernetes' answer about a pod that is no more.
 NOT_FOUND = 404
 # Keyword arguments of the provider's trigger that can hold credentials (a kubeconfig's tokens
@@ -74,6 +83,13 @@ CREDENTIAL_KWARGS = ("config_dict", "connection_extras")
 # After deleting the pod, how much longer than its grace period it is given to be gone (the
 # kubelet's pace, and this trigger's: it looks every ``abort_check_seconds``).
 POD_END_MARGIN_SECONDS = 30
+
+
+@dataclass(frozen=True)
+class Refused:
+    """Kueue will never admit the node's run; ``reason`` with the numbers."""
+
+    reason: str
 
 
 class NodePodTrigger(BaseTrigger):
@@ -187,6 +203,11 @@ class NodePodTrigger(BaseTrigger):
             if isinstance(flag, RunRestart):
                 yield await self._restarting(flag, pod_end)
                 return
+            if isinstance(flag, Refused):
+                yield TriggerEvent({"status": REFUSED, "name": self.pod_trigger.pod_name,
+                                    "namespace": self.pod_trigger.pod_namespace,
+                                    "message": flag.reason})  # fmt: skip
+                return
             reason = flag.why_stopped(self.node_index)
             held_since = await self._started_at()
             await self._take_the_pod_down(reason, pod_end)
@@ -200,16 +221,22 @@ class NodePodTrigger(BaseTrigger):
             await _cancelled(pod_end)  # stopped before the provider's trigger saw the pod end
             await events.aclose()
 
-    async def _stopping_flag(self, pod_end: asyncio.Future[Any]) -> AbortFlag | RunRestart | None:
+    async def _stopping_flag(
+        self, pod_end: asyncio.Future[Any]
+    ) -> AbortFlag | RunRestart | Refused | None:
         """The abort flag that stops this node, or the run's restart that takes its pod down,
-        or None once the pod has ended first. A flag this node raised (its own failure) cannot
-        be replaced (the first flag stays), so once it is seen only the pod's end is waited
-        for."""
+        or Kueue's refusal of the run, or None once the pod has ended first. A flag this node
+        raised (its own failure) cannot be replaced (the first flag stays), so once it is seen
+        only the pod's end is waited for."""
         loop = asyncio.get_running_loop()
         next_look = loop.time() + LEFT_BEHIND_CHECK_SECONDS
         while not pod_end.done():
             if loop.time() >= next_look:
-                await self._delete_if_left_behind()
+                pod = await self._read_pod()
+                if pod is not None:
+                    await self._delete_if_left_behind(pod)
+                    if refused := await self._never_admitted(pod):
+                        return refused
                 next_look = loop.time() + LEFT_BEHIND_CHECK_SECONDS
             flag = await self._flag()
             if flag is not None and flag.concerns_other_than(self.node_index):
@@ -222,15 +249,46 @@ class NodePodTrigger(BaseTrigger):
             await asyncio.wait({pod_end}, timeout=None if flag else self.abort_check_seconds)
         return None
 
-    async def _delete_if_left_behind(self) -> None:
+    async def _read_pod(self) -> Any:
+        """The pod now; None when it cannot be read (gone, or the API briefly away: the
+        provider's trigger sees to that)."""
+        name, namespace = self.pod_trigger.pod_name, self.pod_trigger.pod_namespace
+        try:
+            return await self.pod_trigger.hook.get_pod(name=name, namespace=namespace)
+        except Exception as error:
+            self.log.debug("could not read the pod: %s", error)
+            return None
+
+    async def _never_admitted(self, pod: Any) -> Refused | None:
+        """Kueue's refusal of the run whose pod still waits for its admission: the run asks more
+        than its ClusterQueue can ever give (``hooks.kueue_workloads.never_admitted``)."""
+        group = (pod.metadata.labels or {}).get(KUEUE_GROUP)
+        gated = any(gate.name == KUEUE_GATE for gate in pod.spec.scheduling_gates or [])
+        if not group or not gated:
+            return None
+        namespace = self.pod_trigger.pod_namespace
+        try:
+            async with self.pod_trigger.hook.get_conn() as connection:
+                api = CustomObjectsApi(connection)
+                workload = await api.get_namespaced_custom_object(
+                    KUEUE_API_GROUP, KUEUE_VERSION, namespace, "workloads", group
+                )
+                if never_admitted(workload) is None:
+                    return None
+                queue = await api.get_namespaced_custom_object(
+                    KUEUE_API_GROUP, KUEUE_VERSION, namespace, "localqueues",
+                    workload["spec"]["queueName"],
+                )  # fmt: skip
+        except Exception as error:  # not made yet, or the API briefly away: next look
+            self.log.debug("could not read the run's Kueue Workload: %s", error)
+            return None
+        cluster_queue = str(queue.get("spec", {}).get("clusterQueue", ""))
+        return Refused(str(never_admitted(workload, cluster_queue=cluster_queue)))
+
+    async def _delete_if_left_behind(self, pod: Any) -> None:
         """A pod its node left behind (``octotrain.left_behind_pods``) deleted at once: the
         provider's trigger then sees it gone, and the task takes it for lost."""
         name, namespace = self.pod_trigger.pod_name, self.pod_trigger.pod_namespace
-        try:
-            pod = await self.pod_trigger.hook.get_pod(name=name, namespace=namespace)
-        except Exception as error:  # gone, or the API briefly away: the provider's to see
-            self.log.debug("could not read the pod: %s", error)
-            return
         due = pod.metadata.deletion_timestamp
         if not left_behind(due, now=datetime.now(UTC)):
             return

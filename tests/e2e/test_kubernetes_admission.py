@@ -269,6 +269,29 @@ def test_a_higher_priority_run_preempts_and_the_preempted_one_resumes_from_its_c
             assert "preempted" in ended.lower(), ended
 
 
+def test_a_run_larger_than_its_cluster_queue_fails_with_kueue_s_numbers_and_leaves_no_pod(
+    cluster: Cluster, env: dict[str, str], tasks: dict[str, int]
+) -> None:
+    """Four nodes of 1 cpu against a ClusterQueue of 3: Kueue marks the Workload inadmissible,
+    and the nodes' launch tasks fail the run with its numbers instead of waiting a week."""
+    plan = _prepared(cluster, env, "four-nodes")["four-nodes"]
+    nodes = _plan(plan)["node_indices"]
+    workers = {node: launch_in_background(cluster, plan, node, 1, env) for node in nodes}
+    outputs = {node: worker.communicate(timeout=DEADLINE_SECONDS) for node, worker in
+               workers.items()}  # fmt: skip
+    assert all(worker.returncode != 0 for worker in workers.values()), outputs
+    said = "".join(out + err for out, err in outputs.values())
+    assert re.search(
+        rf"never admitted: ClusterQueue {CLUSTER_QUEUE} has at most {CPU_QUOTA} cpu in flavor "
+        r"default-flavor, the run needs [0-9.]+ cpu", said
+    ), said[-4000:]  # fmt: skip
+    collected = cluster.runner("collect", str(plan), env=env)
+    assert collected.returncode == 0, collected.stderr[-4000:]
+    task = str(tasks["four-nodes"])
+    left = cluster.api.list_namespaced_pod(NAMESPACE, label_selector=f"{LABEL_TASK}={task}")
+    assert left.items == []
+
+
 def test_a_project_whose_queue_does_not_exist_is_refused_before_anything_is_made(
     cluster: Cluster, env: dict[str, str], tasks: dict[str, int]
 ) -> None:
