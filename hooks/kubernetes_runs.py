@@ -13,11 +13,18 @@ from typing import Any
 
 import tenacity
 from airflow.providers.cncf.kubernetes.hooks.kubernetes import KubernetesHook
-from kubernetes.client import ApiClient, CoreV1Api, NetworkingV1Api, V1DeleteOptions
+from kubernetes.client import (
+    ApiClient,
+    CoreV1Api,
+    CustomObjectsApi,
+    NetworkingV1Api,
+    V1DeleteOptions,
+)
 from kubernetes.client.rest import ApiException
 
 from hooks.kubernetes_retry import api_retrying
 from octotrain.launcher_permissions import RBAC_FILE
+from octotrain.pods import VOLCANO_API_GROUP, VOLCANO_VERSION
 
 HTTP_CONFLICT = 409
 HTTP_NOT_FOUND = 404
@@ -100,6 +107,24 @@ class KubernetesRuns:
     def delete_network_policy(self, name: str) -> bool:
         """Delete the NetworkPolicy; False if it was already gone."""
         return self._delete(self.networking.delete_namespaced_network_policy, name)
+
+    def ensure_pod_group(self, body: dict[str, Any]) -> None:
+        """Create the Volcano PodGroup unless it exists (a retried task creates it once)."""
+        self._ensure(self._create_pod_group, body)
+
+    def delete_pod_group(self, name: str) -> bool:
+        """Delete the Volcano PodGroup; False if it was already gone."""
+        return self._delete(self._delete_pod_group, name)
+
+    def _create_pod_group(self, *, namespace: str, body: dict[str, Any]) -> Any:
+        return CustomObjectsApi(self.hook.api_client).create_namespaced_custom_object(
+            VOLCANO_API_GROUP, VOLCANO_VERSION, namespace, "podgroups", body
+        )
+
+    def _delete_pod_group(self, *, name: str, namespace: str) -> Any:
+        return CustomObjectsApi(self.hook.api_client).delete_namespaced_custom_object(
+            VOLCANO_API_GROUP, VOLCANO_VERSION, namespace, "podgroups", name
+        )
 
     def pods(self, labels: dict[str, str]) -> list[dict[str, Any]]:
         selector = ",".join(f"{key}={value}" for key, value in labels.items())

@@ -13,7 +13,11 @@ rules are followed where they apply:
   orders the ClusterQueues of a cohort; within a project, higher priority first, then the
   oldest claim (a project is one queue, as a ClusterQueue is);
 - best effort, as Kueue's default ``BestEffortFIFO`` queueing: a claim that does not fit does
-  not block smaller ones behind it, so room never stays idle while a waiting run would fit;
+  not block smaller ones behind it, so room rarely stays idle while a waiting run would fit;
+- fair shares, as a Kueue cohort's nominal quotas: each project's share of the cores is its
+  weight's part of the weights of the projects asking now; a project may take more than its
+  share (borrow) only while no project under its share waits for room. Without this, the small
+  runs of one project fill every bit of room that the larger runs of another wait for;
 - a claim larger than the machine or its project's quota can never fit: it is refused before
   the run starts anything (``too_large``), never left waiting forever.
 
@@ -29,6 +33,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 MIB_PER_GIB = 1024
+# Cores are counted in floats (0.5 a node): what a rounding error may add.
+EPSILON = 1e-9
+# How a reason for want of the machine's room begins (see ``_blocked``).
+MACHINE_WAIT = "waiting for this machine"
 # An amount in words: (amount, "nodes" | "cores" | "memory") -> "2 nodes", "1.5 GiB of memory".
 AmountWords = Callable[[float, str], str]
 
@@ -146,20 +154,43 @@ def settle(claims: Iterable[Claim], capacity: Capacity) -> Settling:
     by_project: dict[str, Demand] = defaultdict(lambda: NOTHING)
     for claim in held:
         by_project[claim.project] += claim.demand
+    fair = fair_shares({claim.project for claim in claims}, capacity)
     admit: list[Claim] = []
     waiting: list[Waiting] = []
+    starved: list[str] = []  # projects under their fair share whose claim found no room
     remaining = [claim for claim in claims if claim.admitted_at is None]
     while remaining:  # the next in order, with the shares as this settling leaves them
         claim = min(remaining, key=lambda each: _order(each, by_project, capacity))
         remaining.remove(claim)
-        reason = _blocked(claim, used, by_project[claim.project], capacity)
+        mine = by_project[claim.project]
+        reason = _blocked(claim, used, mine, capacity)
+        borrows = mine.cores + claim.demand.cores > fair[claim.project] + EPSILON
+        if reason is None and borrows and (first := next(
+            (other for other in starved if other != claim.project), None
+        )):  # fmt: skip
+            reason = (
+                f"waiting for project {first} to be admitted first: it holds less than its "
+                f"fair share ({_cores(fair[first])}), and this run would take more than "
+                f"project {claim.project}'s ({_cores(fair[claim.project])})"
+            )
         if reason is None:
             admit.append(claim)
             used += claim.demand
             by_project[claim.project] += claim.demand
-        else:
-            waiting.append(Waiting(claim.run_id, len(waiting) + 1, reason))
+            continue
+        waiting.append(Waiting(claim.run_id, len(waiting) + 1, reason))
+        if mine.cores < fair[claim.project] - EPSILON and reason.startswith(MACHINE_WAIT):
+            starved.append(claim.project)
     return Settling(admit, waiting)
+
+
+def fair_shares(projects: Iterable[str], capacity: Capacity) -> dict[str, float]:
+    """Each project's fair share of the machine's cores: its weight's part of the weights of
+    the projects that hold or ask for room now. A project may take more (borrow what the others
+    leave) only while no project under its share waits for room."""
+    weights = {project: capacity.quota(project).weight for project in projects}
+    total = sum(weights.values()) or 1.0
+    return defaultdict(float, {p: capacity.cores * w / total for p, w in weights.items()})
 
 
 def place_of(run_id: int, claims: Sequence[Claim], capacity: Capacity) -> Waiting | None:
@@ -188,7 +219,7 @@ def _blocked(claim: Claim, used: Demand, project_used: Demand, capacity: Capacit
     """Why ``claim`` does not fit now (the first bound it meets, with the numbers); None when
     it fits."""
     demand, quota = claim.demand, capacity.quota(claim.project)
-    whose = f"project {claim.project}'s quota"
+    whose = f"waiting for project {claim.project}'s quota"
     if quota.nodes is not None and project_used.nodes + demand.nodes > quota.nodes:
         free = quota.nodes - project_used.nodes
         return _words(whose, free, quota.nodes, demand.nodes, "nodes", _count)
@@ -197,23 +228,21 @@ def _blocked(claim: Claim, used: Demand, project_used: Demand, capacity: Capacit
         return _words(whose, free, quota.cores, demand.cores, "cores", _cores)
     if used.nodes + demand.nodes > capacity.nodes:
         free = capacity.nodes - used.nodes
-        return _words("this machine", free, capacity.nodes, demand.nodes, "nodes", _count)
+        return _words(MACHINE_WAIT, free, capacity.nodes, demand.nodes, "nodes", _count)
     if used.cores + demand.cores > capacity.cores:
         free = capacity.cores - used.cores
-        return _words("this machine", free, capacity.cores, demand.cores, "cores", _cores)
+        return _words(MACHINE_WAIT, free, capacity.cores, demand.cores, "cores", _cores)
     if used.memory_mib + demand.memory_mib > capacity.memory_mib:
         free = capacity.memory_mib - used.memory_mib
-        return _words(
-            "this machine", free, capacity.memory_mib, demand.memory_mib, "memory", _memory
-        )
+        return _words(MACHINE_WAIT, free, capacity.memory_mib, demand.memory_mib, "memory", _memory)
     return None
 
 
 def _words(
-    whose: str, free: float, limit: float, asked: float, name: str, words: AmountWords
+    waiting: str, free: float, limit: float, asked: float, name: str, words: AmountWords
 ) -> str:
     return (
-        f"waiting for {whose}: {_bare(max(free, 0), name)} of {words(limit, name)} free, "
+        f"{waiting}: {_bare(max(free, 0), name)} of {words(limit, name)} free, "
         f"the run needs {words(asked, name)}"
     )
 

@@ -39,6 +39,16 @@ class KueueAdmission(_Config):
         return _first_reached(self.priority_classes, priority)
 
 
+class VolcanoGang(_Config):
+    """How a run's pods are one Volcano PodGroup, gang-scheduled (all or none): the Volcano
+    Queue of the run's project (``{project}`` is the project's name)."""
+
+    queue: str = Field(default="default", min_length=1, max_length=253)
+
+    def queue_of(self, project: str) -> str:
+        return self.queue.replace("{project}", project)
+
+
 class SpecScheduling(_Config):
     node_selector: dict[str, str] = Field(default_factory=dict)
     tolerations: list[dict[str, Any]] = Field(default_factory=list)
@@ -86,10 +96,12 @@ class KubernetesConfig(_Config):
     egress: list[EgressRule] = Field(default_factory=list)
     priority_classes: list[PriorityClass] = Field(default_factory=list)
     resource_specs: dict[str, SpecScheduling] = Field(default_factory=dict)
-    # Who admits a run's pods: "" (nobody: each pod is scheduled as it comes) or "kueue" (all
-    # of a run's pods at once, or none, in the project's queue: the [kueue] table).
-    admission: Literal["", "kueue"] = ""
+    # Who admits a run's pods: "" (nobody: each pod is scheduled as it comes), "kueue" (all
+    # of a run's pods at once, or none, in the project's queue: the [kueue] table) or "volcano"
+    # (Volcano's scheduler places them as one PodGroup: the [volcano] table).
+    admission: Literal["", "kueue", "volcano"] = ""
     kueue: KueueAdmission = Field(default_factory=KueueAdmission)
+    volcano: VolcanoGang = Field(default_factory=VolcanoGang)
 
     def priority_class(self, priority: int) -> str:
         """The PriorityClass of a task priority: the first class whose minimum it reaches."""

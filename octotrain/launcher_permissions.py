@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 RBAC_FILE = "config/kubernetes/rbac.yaml"
 KUEUE_RBAC_FILE = "config/kubernetes/rbac-kueue.yaml"
+VOLCANO_RBAC_FILE = "config/kubernetes/rbac-volcano.yaml"
 
 
 @dataclass(frozen=True, order=True)
@@ -47,4 +48,11 @@ KUEUE_PERMISSIONS: tuple[Permission, ...] = (
     Permission("kueue.x-k8s.io", "localqueues", "get", granted_by=KUEUE_RBAC_FILE),
     Permission("kueue.x-k8s.io", "workloads", "get", granted_by=KUEUE_RBAC_FILE),
     Permission("kueue.x-k8s.io", "workloads", "list", granted_by=KUEUE_RBAC_FILE),
+)
+
+
+# Beside them with admission = "volcano": the run's PodGroup, made and deleted with its Service.
+VOLCANO_PERMISSIONS: tuple[Permission, ...] = tuple(
+    Permission("scheduling.volcano.sh", "podgroups", verb, granted_by=VOLCANO_RBAC_FILE)
+    for verb in ("create", "delete")
 )

@@ -76,6 +76,10 @@ KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
 KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
 KUEUE_GROUP_COUNT = "kueue.x-k8s.io/pod-group-total-count"
 KUEUE_PRIORITY = "kueue.x-k8s.io/priority-class"
+# Volcano: the pods' scheduler, their PodGroup's annotation and API.
+VOLCANO_SCHEDULER = "volcano"
+VOLCANO_GROUP = "scheduling.k8s.io/group-name"
+VOLCANO_API_GROUP, VOLCANO_VERSION = "scheduling.volcano.sh", "v1beta1"
 ROOT_UID = 0
 
 
@@ -123,6 +127,26 @@ def kueue_pod_group(
     if priority_class := config.kueue.priority_class(plan.priority):
         labels[KUEUE_PRIORITY] = priority_class
     return labels, {KUEUE_GROUP_COUNT: str(plan.world_size)}
+
+
+def volcano_pod_group(plan: RunPlan, config: KubernetesConfig, namespace: str) -> dict[str, Any]:
+    """The run's Volcano PodGroup: Volcano's scheduler binds none of its pods before it can
+    bind ``minMember`` of them (every node), in the project's Volcano Queue, at the priority
+    class of the task's priority. Its name is the pods' annotation ``VOLCANO_GROUP``."""
+    spec: dict[str, Any] = {"minMember": plan.world_size,
+                            "queue": config.volcano.queue_of(plan.project)}  # fmt: skip
+    if priority_class := config.priority_class(plan.priority):
+        spec["priorityClassName"] = priority_class
+    return {
+        "apiVersion": f"{VOLCANO_API_GROUP}/{VOLCANO_VERSION}",
+        "kind": "PodGroup",
+        "metadata": {
+            "name": pod_group_name(plan.task_id, plan.run_key),
+            "namespace": namespace,
+            "labels": {LABEL_TASK: str(plan.task_id), LABEL_RUN: run_label(plan)},
+        },
+        "spec": spec,
+    }
 
 
 def service_name(plan: RunPlan) -> str:

@@ -1,14 +1,15 @@
 """``delete_service``: the teardown of a Kubernetes run. It deletes the run's NetworkPolicy, its
-Secret (a run with secrets) and its headless Service (distributed runs) whatever happened to
-the run, so that none outlives its pods."""
+Secret (a run with secrets), its Volcano PodGroup (admission = "volcano") and its headless
+Service (distributed runs) whatever happened to the run, so that none outlives its pods."""
 
 from __future__ import annotations
 
 from airflow.sdk import Context
 
 from hooks.kubernetes_runs import KubernetesRuns
+from octotrain.kubernetes_config import kubernetes_config
 from octotrain.network_policy import network_policy_name
-from octotrain.pods import secret_name, service_name
+from octotrain.pods import pod_group_name, secret_name, service_name
 from octotrain.settings import get_settings
 from operators.training_stage import TrainingStageOperator
 
@@ -30,6 +31,10 @@ class DeleteRunServiceOperator(TrainingStageOperator):
             secret = secret_name(plan)
             gone = runs.delete_secret(secret)
             self.log.info("secret %s %s", secret, "deleted" if gone else "was gone")
+        if kubernetes_config().admission == "volcano":
+            group = pod_group_name(plan.task_id, plan.run_key)
+            gone = runs.delete_pod_group(group)
+            self.log.info("Volcano PodGroup %s %s", group, "deleted" if gone else "was gone")
         if plan.world_size == 1:
             return False
         deleted = runs.delete_service(service_name(plan))

@@ -65,7 +65,13 @@ from octotrain.failure_classes import FailureClass, pod_end_class, pod_loss
 from octotrain.kubernetes_config import kubernetes_config
 from octotrain.left_behind_pods import LEFT_BEHIND_CHECK_SECONDS, left_behind, left_behind_message
 from octotrain.planning import RunPlan
-from octotrain.pods import kueue_pod_group, node_pod
+from octotrain.pods import (
+    VOLCANO_GROUP,
+    VOLCANO_SCHEDULER,
+    kueue_pod_group,
+    node_pod,
+    pod_group_name,
+)
 from octotrain.restarts import MAX_RUN_RESTARTS, RunRestart, restart_due, what_was_done
 from octotrain.run_layout import RunObjects
 from octotrain.settings import get_settings
@@ -160,6 +166,9 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         pod.metadata.labels = {**(pod.metadata.labels or {}), LABEL_START: str(self._start),
                                **group_labels}  # fmt: skip
         pod.metadata.annotations = {**(pod.metadata.annotations or {}), **group_annotations}
+        if config.admission == "volcano":  # one gang with the run's other pods
+            pod.metadata.annotations[VOLCANO_GROUP] = pod_group_name(plan.task_id, plan.run_key)
+            pod.spec.scheduler_name = VOLCANO_SCHEDULER
         return pod
 
     def get_or_create_pod(self, pod_request_obj: k8s.V1Pod, context: Context) -> k8s.V1Pod:

@@ -21,9 +21,11 @@ import json
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowFailException
+from kubernetes.client.rest import ApiException
 
 from hooks.catalog import default_catalog
 from hooks.kubernetes_access import (
@@ -31,15 +33,19 @@ from hooks.kubernetes_access import (
     check_kueue_queue,
     check_launcher_access,
 )
-from hooks.kubernetes_runs import KubernetesRuns
+from hooks.kubernetes_runs import HTTP_NOT_FOUND, KubernetesRuns
 from hooks.object_store import default_object_store
 from hooks.pod_node import stage_plan
 from octotrain.contracts import NodeLogNames
 from octotrain.input_sources import current_sources
 from octotrain.kubernetes_config import kubernetes_config
-from octotrain.launcher_permissions import KUEUE_PERMISSIONS, LAUNCHER_PERMISSIONS
+from octotrain.launcher_permissions import (
+    KUEUE_PERMISSIONS,
+    LAUNCHER_PERMISSIONS,
+    VOLCANO_PERMISSIONS,
+)
 from octotrain.network_policy import run_network_policy
-from octotrain.pods import headless_service, run_secret
+from octotrain.pods import VOLCANO_API_GROUP, headless_service, run_secret, volcano_pod_group
 from octotrain.run_layout import RunObjects
 from octotrain.settings import get_settings
 from octotrain.storage import ObjectStore
@@ -57,10 +63,11 @@ class PreparePodsOperator(TrainingStageOperator):
         )
         config = kubernetes_config()
         queued = config.admission == "kueue"
+        extra = {"kueue": KUEUE_PERMISSIONS, "volcano": VOLCANO_PERMISSIONS}
         try:
             check_launcher_access(
                 runs, conn_id=settings.kubernetes_conn_id,
-                permissions=LAUNCHER_PERMISSIONS + (KUEUE_PERMISSIONS if queued else ()),
+                permissions=LAUNCHER_PERMISSIONS + extra.get(config.admission, ()),
             )  # fmt: skip
             if queued:
                 queue = config.kueue.queue_of(plan.project)
@@ -91,12 +98,31 @@ class PreparePodsOperator(TrainingStageOperator):
             runs.ensure_secret(secret)
             self.log.info("secret %s (%d values)", secret["metadata"]["name"],
                           len(secret["stringData"]))  # fmt: skip
+        if config.admission == "volcano":
+            group = volcano_pod_group(plan, config, settings.kubernetes_namespace)
+            make_pod_group(runs, group)
+            self.log.info("Volcano PodGroup %s of %d pods", group["metadata"]["name"],
+                          plan.world_size)  # fmt: skip
         if plan.world_size > 1:
             service = headless_service(plan, settings.kubernetes_namespace, config.master_port)
             runs.ensure_service(service)
             self.log.info("headless service %s for %d nodes", service["metadata"]["name"],
                           plan.world_size)  # fmt: skip
         return objects.stage_plan
+
+
+def make_pod_group(runs: KubernetesRuns, group: dict[str, Any]) -> None:
+    """The run's PodGroup made; a cluster without Volcano's CRD fails the run, saying so."""
+    try:
+        runs.ensure_pod_group(group)
+    except ApiException as error:
+        if error.status != HTTP_NOT_FOUND:
+            raise
+        raise AirflowFailException(
+            f"Volcano is not installed in the cluster (it has no PodGroup kind: the CRD "
+            f"podgroups.{VOLCANO_API_GROUP} is missing), but config/kubernetes.toml says "
+            'admission = "volcano"; install Volcano, or set admission = "" there'
+        ) from None
 
 
 def _write_init_log(

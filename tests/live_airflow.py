@@ -10,6 +10,7 @@ another instead of failing with "database is locked"."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -44,6 +45,9 @@ HTTP_SECONDS = 2 * BUSY_TIMEOUT_SECONDS
 # For what a scheduler, a dag-processor or a worker must do: parse, schedule, run a task.
 SCHEDULER_SECONDS = 300
 POLL_SECONDS = 0.5
+# How long the components get to end after SIGTERM. A scheduler whose LocalExecutor still runs
+# a task (a training the test no longer needs) waits for it; its process group is killed then.
+STOP_GRACE_SECONDS = 10.0
 SIMPLE_AUTH_MANAGER = (
     "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
 )
@@ -177,21 +181,26 @@ def live_airflow(
             password = json.loads(passwords.read_text())["admin"]
         yield LiveAirflow(url=url, env=env, password=password, log=log)
     finally:
-        for process in processes:
-            _stop(process)
+        stop_all(processes)
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM to the process group (the scheduler's task processes included), then SIGKILL."""
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+def stop_all(
+    processes: list[subprocess.Popen[bytes]], grace_seconds: float = STOP_GRACE_SECONDS
+) -> None:
+    """SIGTERM to every process group at once (the scheduler's task processes included), then
+    SIGKILL to those still there after ``grace_seconds`` in all: one slow component no longer
+    makes the next one wait its turn."""
+    for process in processes:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_seconds
+    for process in processes:
+        try:
+            process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
 
 
 def _wait_healthy(url: str, server: subprocess.Popen[bytes], log: Path) -> None:

@@ -18,6 +18,7 @@ from tests.k8s_control_plane import ControlPlane, create
 RBAC_FILE = REPO_ROOT / "config" / "kubernetes" / "rbac.yaml"
 # The launcher's Role beside it when Kueue admits the runs' pods.
 KUEUE_RBAC_FILE = REPO_ROOT / "config" / "kubernetes" / "rbac-kueue.yaml"
+VOLCANO_RBAC_FILE = REPO_ROOT / "config" / "kubernetes" / "rbac-volcano.yaml"
 # Non-resource paths that every authenticated client may read (the default ClusterRoles
 # system:discovery and system:public-info-viewer): API discovery, version and health.
 DISCOVERY_PATHS = frozenset(

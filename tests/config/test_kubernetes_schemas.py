@@ -19,6 +19,7 @@ from tests.k8s_schemas import fragment_causes, schema_causes
 
 CONFIG = REPO_ROOT / "config"
 MANIFESTS = [CONFIG / "kubernetes" / "rbac.yaml", CONFIG / "kubernetes" / "rbac-kueue.yaml",
+             CONFIG / "kubernetes" / "rbac-volcano.yaml",
              CONFIG / "helm" / "priority-classes.yaml"]  # fmt: skip
 
 

@@ -8,8 +8,18 @@ from typing import Any
 
 import pytest
 
-from octotrain.launcher_permissions import KUEUE_PERMISSIONS, LAUNCHER_PERMISSIONS
-from tests.config.rbac import KUEUE_RBAC_FILE, apply_shipped, grants, launcher_role
+from octotrain.launcher_permissions import (
+    KUEUE_PERMISSIONS,
+    LAUNCHER_PERMISSIONS,
+    VOLCANO_PERMISSIONS,
+)
+from tests.config.rbac import (
+    KUEUE_RBAC_FILE,
+    VOLCANO_RBAC_FILE,
+    apply_shipped,
+    grants,
+    launcher_role,
+)
 from tests.k8s_control_plane import ControlPlane
 
 NAMESPACE = "octotrain"
@@ -72,3 +82,6 @@ def test_the_role_grants_exactly_what_the_launcher_checks_before_a_run() -> None
     with_kueue = {(p.api_group, p.resource, p.verb) for p in KUEUE_PERMISSIONS}
     assert with_kueue == grants(launcher_role(KUEUE_RBAC_FILE))
     assert {p.granted_by for p in KUEUE_PERMISSIONS} == {"config/kubernetes/rbac-kueue.yaml"}
+    with_volcano = {(p.api_group, p.resource, p.verb) for p in VOLCANO_PERMISSIONS}
+    assert with_volcano == grants(launcher_role(VOLCANO_RBAC_FILE))
+    assert {p.granted_by for p in VOLCANO_PERMISSIONS} == {"config/kubernetes/rbac-volcano.yaml"}

@@ -144,3 +144,22 @@ def test_across_projects_fair_sharing_comes_before_priority_as_in_a_kueue_cohort
     settling = settle([held, b_high, a_low], MACHINE)
     assert [claim.run_id for claim in settling.admit] == [3]
     assert [place.run_id for place in settling.waiting] == [2]
+
+
+def test_a_project_over_its_fair_share_does_not_take_room_a_project_under_it_waits_for() -> None:
+    """Weights 2:1 on 6 cores (fair shares 4 and 2): b holds 2 and a holds 2 (under its 4) and
+    waits with a 4-core run for the 2 free cores; b's 1-core run would fit, but would take b
+    past its share while a waits: it waits too, and says for whom."""
+    capacity = Capacity(32, 6, 65536, {"a": ProjectQuota(weight=2), "b": ProjectQuota()})
+    claims = [_claim(1, 2, project="a", admitted=True), _claim(2, 2, project="b", admitted=True),
+              _claim(3, 4, project="a"), _claim(4, 1, project="b")]  # fmt: skip
+    settling = settle(claims, capacity)
+    assert settling.admit == []
+    assert [place.reason for place in settling.waiting] == [
+        "waiting for this machine: 2 of 6 cores free, the run needs 4 cores",
+        "waiting for project a to be admitted first: it holds less than its fair share (4 "
+        "cores), and this run would take more than project b's (2 cores)",
+    ]
+    # Within its share a project is never held back: b with 1 core held takes its second.
+    claims[1] = _claim(2, 1, project="b", admitted=True)
+    assert [claim.run_id for claim in settle(claims, capacity).admit] == [4]
