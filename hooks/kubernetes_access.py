@@ -19,10 +19,10 @@ from urllib3.exceptions import HTTPError
 
 from hooks.kubernetes_runs import KubernetesRuns
 from octotrain.launcher_permissions import LAUNCHER_PERMISSIONS, Permission
+from octotrain.pods import KUEUE_API_GROUP, KUEUE_VERSION
 
 HTTP_UNAUTHORIZED = 401
 HTTP_NOT_FOUND = 404
-KUEUE_API_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta2"
 CONFIG_FILE = "config/kubernetes.toml"
 
 

@@ -24,7 +24,7 @@ from kubernetes.client.rest import ApiException
 
 from hooks.kubernetes_retry import api_retrying
 from octotrain.launcher_permissions import RBAC_FILE
-from octotrain.pods import VOLCANO_API_GROUP, VOLCANO_VERSION
+from octotrain.pods import KUEUE_API_GROUP, KUEUE_VERSION, VOLCANO_API_GROUP, VOLCANO_VERSION
 
 HTTP_CONFLICT = 409
 HTTP_NOT_FOUND = 404
@@ -115,6 +115,15 @@ class KubernetesRuns:
     def delete_pod_group(self, name: str) -> bool:
         """Delete the Volcano PodGroup; False if it was already gone."""
         return self._delete(self._delete_pod_group, name)
+
+    def delete_workload(self, name: str) -> bool:
+        """Delete the run's Kueue Workload (Kueue then lets go of its pods); False if gone."""
+        return self._delete(self._delete_workload, name)
+
+    def _delete_workload(self, *, name: str, namespace: str) -> Any:
+        return CustomObjectsApi(self.hook.api_client).delete_namespaced_custom_object(
+            KUEUE_API_GROUP, KUEUE_VERSION, namespace, "workloads", name
+        )
 
     def _create_pod_group(self, *, namespace: str, body: dict[str, Any]) -> Any:
         return CustomObjectsApi(self.hook.api_client).create_namespaced_custom_object(

@@ -26,12 +26,12 @@ from kubernetes.client import CustomObjectsApi
 from kubernetes.client.rest import ApiException
 from kubernetes.utils import parse_quantity
 
-from hooks.kubernetes_access import HTTP_NOT_FOUND, KUEUE_API_GROUP, KUEUE_VERSION
+from hooks.kubernetes_access import HTTP_NOT_FOUND
 from hooks.kubernetes_runs import KubernetesRuns
 from octotrain.admission import QueueState
 from octotrain.catalog.models import Run
 from octotrain.kubernetes_config import kubernetes_config
-from octotrain.pods import pod_group_name
+from octotrain.pods import KUEUE_API_GROUP, KUEUE_VERSION, pod_group_name
 from octotrain.settings import get_settings
 
 # Kueue's words for a resource its ClusterQueue lacks (pkg/scheduler/flavorassigner).

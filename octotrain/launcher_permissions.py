@@ -43,11 +43,13 @@ LAUNCHER_PERMISSIONS: tuple[Permission, ...] = (
 
 
 # Beside them with admission = "kueue": the LocalQueue of a run's project, checked before the run,
-# and the runs' Workloads, read for where a waiting run stands (hooks/kueue_workloads.py).
+# and the runs' Workloads, read for where a waiting run stands (hooks/kueue_workloads.py) and
+# deleted with the run's other objects.
 KUEUE_PERMISSIONS: tuple[Permission, ...] = (
     Permission("kueue.x-k8s.io", "localqueues", "get", granted_by=KUEUE_RBAC_FILE),
     Permission("kueue.x-k8s.io", "workloads", "get", granted_by=KUEUE_RBAC_FILE),
     Permission("kueue.x-k8s.io", "workloads", "list", granted_by=KUEUE_RBAC_FILE),
+    Permission("kueue.x-k8s.io", "workloads", "delete", granted_by=KUEUE_RBAC_FILE),
 )
 
 

@@ -76,6 +76,7 @@ KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
 KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
 KUEUE_GROUP_COUNT = "kueue.x-k8s.io/pod-group-total-count"
 KUEUE_PRIORITY = "kueue.x-k8s.io/priority-class"
+KUEUE_API_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta2"
 # Volcano: the pods' scheduler, their PodGroup's annotation and API.
 VOLCANO_SCHEDULER = "volcano"
 VOLCANO_GROUP = "scheduling.k8s.io/group-name"

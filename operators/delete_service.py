@@ -1,6 +1,8 @@
 """``delete_service``: the teardown of a Kubernetes run. It deletes the run's NetworkPolicy, its
-Secret (a run with secrets), its Volcano PodGroup (admission = "volcano") and its headless
-Service (distributed runs) whatever happened to the run, so that none outlives its pods."""
+Secret (a run with secrets), its Volcano PodGroup (admission = "volcano") or Kueue Workload
+(admission = "kueue": Kueue keeps the finalizer of a group's pods deleted while they waited
+until their Workload goes) and its headless Service (distributed runs) whatever happened to
+the run, so that none outlives its pods."""
 
 from __future__ import annotations
 
@@ -31,10 +33,13 @@ class DeleteRunServiceOperator(TrainingStageOperator):
             secret = secret_name(plan)
             gone = runs.delete_secret(secret)
             self.log.info("secret %s %s", secret, "deleted" if gone else "was gone")
-        if kubernetes_config().admission == "volcano":
-            group = pod_group_name(plan.task_id, plan.run_key)
+        admission, group = kubernetes_config().admission, pod_group_name(plan.task_id, plan.run_key)
+        if admission == "volcano":
             gone = runs.delete_pod_group(group)
             self.log.info("Volcano PodGroup %s %s", group, "deleted" if gone else "was gone")
+        if admission == "kueue":  # a run that ends waiting: Kueue then lets go of its pods
+            gone = runs.delete_workload(group)
+            self.log.info("Kueue Workload %s %s", group, "deleted" if gone else "was gone")
         if plan.world_size == 1:
             return False
         deleted = runs.delete_service(service_name(plan))

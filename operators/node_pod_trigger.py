@@ -45,7 +45,6 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 from kubernetes_asyncio.client import CustomObjectsApi
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from hooks.kubernetes_access import KUEUE_API_GROUP, KUEUE_VERSION
 from hooks.kueue_workloads import never_admitted
 from hooks.object_store import default_object_store
 from hooks.run_abort import StoreAbortMarker
@@ -56,7 +55,7 @@ from octotrain.left_behind_pods import (
     left_behind,
     left_behind_message,
 )
-from octotrain.pods import KUEUE_GROUP
+from octotrain.pods import KUEUE_API_GROUP, KUEUE_GROUP, KUEUE_VERSION
 from octotrain.restarts import RunRestart
 from operators.hang_notices import HangNotices, pod_hang_notices
 

@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -40,14 +41,14 @@ def podgroup_kind(plane: ControlPlane) -> Iterator[str]:
         assert answer.status_code in (201, 409), answer.text
         try:
             deadline = time.monotonic() + ESTABLISHED_SECONDS
-            while not any(
-                condition["type"] == "Established" and condition["status"] == "True"
-                for condition in (api.get(f"{CRDS}/{name}").json().get("status") or {}).get(
-                    "conditions", []
-                )
-            ):
+            while not _established(api.get(f"{CRDS}/{name}").json()):
                 assert time.monotonic() < deadline, f"{name} was never Established"
                 time.sleep(0.1)
             yield name
         finally:
             api.delete(f"{CRDS}/{name}")
+
+
+def _established(crd: dict[str, Any]) -> bool:
+    conditions = (crd.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)

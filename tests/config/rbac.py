@@ -49,7 +49,9 @@ def documents(path: Path = RBAC_FILE) -> list[dict[str, Any]]:
 
 
 def launcher_role(path: Path = RBAC_FILE) -> dict[str, Any]:
-    [role] = [doc for doc in documents(path) if doc["kind"] == "Role"]
+    """The file's Role for the launcher (a file may hold others: the console's)."""
+    [role] = [doc for doc in documents(path) if doc["kind"] == "Role"
+              and doc["metadata"]["name"].startswith("octotrain-launcher")]  # fmt: skip
     return role
 
 

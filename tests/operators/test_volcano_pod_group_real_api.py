@@ -71,6 +71,7 @@ def test_the_pod_group_and_its_pods_are_accepted_and_the_teardown_deletes_the_gr
                 assert pod["spec"]["schedulerName"] == "volcano"
                 annotations = pod["metadata"]["annotations"]
                 assert annotations["scheduling.k8s.io/group-name"] == group["metadata"]["name"]
+                pod["metadata"]["namespace"] = POD_NAMESPACE  # the tests' training namespace
                 pod_cluster.create_namespaced_pod(POD_NAMESPACE, pod, dry_run="All")
             assert runs.delete_pod_group(group["metadata"]["name"])
             assert not runs.delete_pod_group(group["metadata"]["name"])
