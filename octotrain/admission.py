@@ -147,41 +147,79 @@ def too_large(demand: Demand, project: str, capacity: Capacity) -> str | None:
 
 def settle(claims: Iterable[Claim], capacity: Capacity) -> Settling:
     """Which waiting claims to admit now beside the admitted ones, in the rule's order, and
-    where every claim left waiting stands and why."""
+    where every claim left waiting stands and why. First every claim that fits within its
+    project's fair share, then those that would borrow beyond it, unless a project under its
+    share waits for room."""
     claims = list(claims)
     held = [claim for claim in claims if claim.admitted_at is not None]
-    used = sum((claim.demand for claim in held), NOTHING)
-    by_project: dict[str, Demand] = defaultdict(lambda: NOTHING)
+    state = _Room(capacity, fair_shares({claim.project for claim in claims}, capacity))
     for claim in held:
-        by_project[claim.project] += claim.demand
-    fair = fair_shares({claim.project for claim in claims}, capacity)
+        state.take(claim)
     admit: list[Claim] = []
-    waiting: list[Waiting] = []
     starved: list[str] = []  # projects under their fair share whose claim found no room
     remaining = [claim for claim in claims if claim.admitted_at is None]
-    while remaining:  # the next in order, with the shares as this settling leaves them
-        claim = min(remaining, key=lambda each: _order(each, by_project, capacity))
-        remaining.remove(claim)
-        mine = by_project[claim.project]
-        reason = _blocked(claim, used, mine, capacity)
-        borrows = mine.cores + claim.demand.cores > fair[claim.project] + EPSILON
-        if reason is None and borrows and (first := next(
-            (other for other in starved if other != claim.project), None
-        )):  # fmt: skip
-            reason = (
-                f"waiting for project {first} to be admitted first: it holds less than its "
-                f"fair share ({_cores(fair[first])}), and this run would take more than "
-                f"project {claim.project}'s ({_cores(fair[claim.project])})"
-            )
-        if reason is None:
-            admit.append(claim)
-            used += claim.demand
-            by_project[claim.project] += claim.demand
-            continue
+    for borrowing in (False, True):
+        left: list[Claim] = []
+        while remaining:  # the next in order, with the shares as this settling leaves them
+            claim = min(remaining, key=state.order)
+            remaining.remove(claim)
+            reason = state.blocked(claim)
+            if reason is None and state.borrows(claim):
+                reason = state.lent_to(starved, claim) if borrowing else "borrows"
+            if reason is None:
+                admit.append(claim)
+                state.take(claim)
+                continue
+            if reason.startswith(MACHINE_WAIT) and state.under_share(claim.project):
+                starved.append(claim.project)
+            left.append(claim)
+        remaining = left
+    waiting = []
+    for claim in sorted(remaining, key=state.order):
+        reason = state.blocked(claim) or state.lent_to(starved, claim) or ""
         waiting.append(Waiting(claim.run_id, len(waiting) + 1, reason))
-        if mine.cores < fair[claim.project] - EPSILON and reason.startswith(MACHINE_WAIT):
-            starved.append(claim.project)
     return Settling(admit, waiting)
+
+
+class _Room:
+    """What the admitted claims hold, in all and by project, as one settling goes on."""
+
+    def __init__(self, capacity: Capacity, fair: dict[str, float]) -> None:
+        self.capacity, self.fair = capacity, fair
+        self.used = NOTHING
+        self.by_project: dict[str, Demand] = defaultdict(lambda: NOTHING)
+
+    def take(self, claim: Claim) -> None:
+        self.used += claim.demand
+        self.by_project[claim.project] += claim.demand
+
+    def order(self, claim: Claim) -> tuple[float, int, datetime, int]:
+        """Fair sharing first (what the claim's project holds against its weight), then
+        priority within the project, then age."""
+        held = self.by_project[claim.project].cores
+        share = held / self.capacity.quota(claim.project).weight
+        return (share, -claim.priority, claim.requested_at, claim.run_id)
+
+    def blocked(self, claim: Claim) -> str | None:
+        return _blocked(claim, self.used, self.by_project[claim.project], self.capacity)
+
+    def borrows(self, claim: Claim) -> bool:
+        taken = self.by_project[claim.project].cores + claim.demand.cores
+        return taken > self.fair[claim.project] + EPSILON
+
+    def under_share(self, project: str) -> bool:
+        return self.by_project[project].cores < self.fair[project] - EPSILON
+
+    def lent_to(self, starved: list[str], claim: Claim) -> str | None:
+        """Why ``claim`` may not borrow: a project under its share waits for room."""
+        first = next((other for other in starved if other != claim.project), None)
+        if first is None or not self.borrows(claim):
+            return None
+        return (
+            f"waiting for project {first} to be admitted first: it holds less than its fair "
+            f"share ({_cores(self.fair[first])}), and this run would take more than project "
+            f"{claim.project}'s ({_cores(self.fair[claim.project])})"
+        )
 
 
 def fair_shares(projects: Iterable[str], capacity: Capacity) -> dict[str, float]:
@@ -204,15 +242,6 @@ def place_of(run_id: int, claims: Sequence[Claim], capacity: Capacity) -> Waitin
         if place.run_id == run_id:
             return Waiting(run_id, place.position + ahead, place.reason)
     return None
-
-
-def _order(
-    claim: Claim, by_project: dict[str, Demand], capacity: Capacity
-) -> tuple[int, float, datetime, int]:
-    """Fair sharing first (what the claim's project holds against its weight), then priority
-    within the project, then age."""
-    share = by_project[claim.project].cores / capacity.quota(claim.project).weight
-    return (share, -claim.priority, claim.requested_at, claim.run_id)
 
 
 def _blocked(claim: Claim, used: Demand, project_used: Demand, capacity: Capacity) -> str | None:
