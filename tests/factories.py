@@ -24,6 +24,8 @@ from octotrain.catalog.models import (
     ModelRepository,
     ModelVersion,
     ModelVersionStatus,
+    Run,
+    RunState,
     utcnow,
 )
 from octotrain.catalog.named_objects import Algorithms, Datasets, ModelRepositories, ResourceSpecs
@@ -88,6 +90,19 @@ def add_task(catalog: CatalogHook, **changes: object) -> int:
     } | changes
     with catalog.session() as session:
         return Tasks(session, ADMIN).create(document).id
+
+
+def running_runs(catalog: CatalogHook, task_id: int, count: int) -> list[int]:
+    """``count`` catalog runs of 2 nodes of task ``task_id``, running; their ids."""
+    with catalog.session() as session:
+        runs = [
+            Run(task_id=task_id, airflow_run_id=f"manual__{n}", state=RunState.RUNNING,
+                node_count=2)
+            for n in range(count)
+        ]  # fmt: skip
+        session.add_all(runs)
+        session.flush()
+        return [run.id for run in runs]
 
 
 def build_rule_catalog(catalog: CatalogHook, store: ObjectStore, scratch: Path) -> None:

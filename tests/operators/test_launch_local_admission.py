@@ -22,7 +22,7 @@ from octotrain.settings import get_settings
 from octotrain.storage import ObjectStore
 from operators.admission_trigger import RunAdmissionTrigger
 from operators.launch_local import LaunchLocalNodeOperator
-from tests.factories import seed
+from tests.factories import running_runs, seed
 
 
 class _TaskInstance:
@@ -55,23 +55,11 @@ def two_cores(octotrain_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     get_settings.cache_clear()
 
 
-def _runs(catalog: CatalogHook, task_id: int, count: int) -> list[int]:
-    with catalog.session() as session:
-        runs = [
-            Run(task_id=task_id, airflow_run_id=f"manual__{n}", state=RunState.RUNNING,
-                node_count=2)
-            for n in range(count)
-        ]  # fmt: skip
-        session.add_all(runs)
-        session.flush()
-        return [run.id for run in runs]
-
-
 def test_a_node_of_a_waiting_run_defers_and_starts_once_the_run_before_it_ended(
     two_cores: None, catalog: CatalogHook, store: ObjectStore
 ) -> None:
     demo = seed(catalog, store)
-    first_id, second_id = _runs(catalog, demo.task_id, 2)
+    first_id, second_id = running_runs(catalog, demo.task_id, 2)
     first, second = _plan(demo.task_id, first_id, 2), _plan(demo.task_id, second_id, 1)
     local_admission.request(first)
     local_admission.request(second)

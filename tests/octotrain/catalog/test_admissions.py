@@ -17,23 +17,14 @@ from octotrain.catalog.admissions import (
 )
 from octotrain.catalog.models import AdmissionClaim, NodeHold, Run, RunState
 from octotrain.storage import ObjectStore
-from tests.factories import seed
+from tests.factories import running_runs, seed
 
 T0 = datetime(2026, 12, 6, 9, 0, tzinfo=UTC)
 TWO_CORES = Capacity(nodes=32, cores=2, memory_mib=65536)
 
 
 def _runs(catalog: CatalogHook, store: ObjectStore, count: int) -> list[int]:
-    demo = seed(catalog, store)
-    with catalog.session() as session:
-        runs = [
-            Run(task_id=demo.task_id, airflow_run_id=f"manual__{n}", state=RunState.RUNNING,
-                node_count=2)
-            for n in range(count)
-        ]  # fmt: skip
-        session.add_all(runs)
-        session.flush()
-        return [run.id for run in runs]
+    return running_runs(catalog, seed(catalog, store).task_id, count)
 
 
 def _ask(catalog: CatalogHook, run_id: int, *, nodes: int = 2, at: int = 0) -> None:
