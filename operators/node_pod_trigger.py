@@ -31,7 +31,6 @@ environment, as every Airflow component of an install has it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -79,6 +78,8 @@ NOT_FOUND = 404
 # Keyword arguments of the provider's trigger that can hold credentials (a kubeconfig's tokens
 # and keys, a connection's inline kubeconfig).
 CREDENTIAL_KWARGS = ("config_dict", "connection_extras")
+# How long a cancelled follow of the provider's trigger is waited for (see ``_cancelled``).
+CANCEL_WAIT_SECONDS = 5.0
 # After deleting the pod, how much longer than its grace period it is given to be gone (the
 # kubelet's pace, and this trigger's: it looks every ``abort_check_seconds``).
 POD_END_MARGIN_SECONDS = 30
@@ -217,8 +218,10 @@ class NodePodTrigger(BaseTrigger):
                  **({HELD_SINCE: held_since.isoformat()} if held_since else {})}
             )  # fmt: skip
         finally:
-            await _cancelled(pod_end)  # stopped before the provider's trigger saw the pod end
-            await events.aclose()
+            # Stopped before the provider's trigger saw the pod end; its generator can only
+            # be closed once its pending step has ended.
+            if await _cancelled(pod_end):
+                await events.aclose()
 
     async def _stopping_flag(
         self, pod_end: asyncio.Future[Any]
@@ -389,9 +392,16 @@ class NodePodTrigger(BaseTrigger):
         self.abort.raise_flag(flag)
 
 
-async def _cancelled(future: asyncio.Future[Any]) -> None:
-    """``future`` cancelled, unless it is done, and its end awaited."""
+async def _cancelled(future: asyncio.Future[Any]) -> bool:
+    """``future`` cancelled, unless it is done, and its end awaited for at most
+    ``CANCEL_WAIT_SECONDS``; whether it ended. The provider's trigger does not always end when
+    cancelled (seen under load: a cancel during its wait for the pod's start was swallowed,
+    and it went on until the pod ended), and a killed task must not wait for its training."""
     if not future.done():
         future.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await future
+        await asyncio.wait({future}, timeout=CANCEL_WAIT_SECONDS)
+    if not future.done():
+        return False
+    if not future.cancelled():
+        future.exception()  # retrieved: it ended on its own or with an error, both moot now
+    return True

@@ -11,6 +11,7 @@ from hooks.local_launcher import LOCAL_MASTER_ADDR, LocalLauncher, merged_output
 from hooks.local_process import RunAbortMarker
 from hooks.model_archive import ArchiveFailed
 from octotrain.abort_flags import AbortFlag
+from octotrain.planning import RunPlan
 from octotrain.run_layout import RunLayout
 
 
@@ -40,7 +41,14 @@ def test_conflicting_outputs_are_an_error_naming_the_file(tmp_path: Path) -> Non
 
 def test_nodes_meet_on_this_machine_and_share_the_run_folders_flag(tmp_path: Path) -> None:
     launcher, layout = LocalLauncher(), RunLayout(tmp_path, 1, "r")
-    address, port = launcher.rendezvous(None)  # type: ignore[arg-type]
+    plan = RunPlan.model_validate({
+        "task_id": 1, "task_name": "t", "project": "demo", "run_id": "manual__r",
+        "run_key": "r", "node_indices": ["single-0"], "master_addr": "", "master_port": 0,
+        "image": "i", "command": ["true"], "parameters": {}, "env": {}, "run_as_user": "1000",
+        "data_inputs": [], "input_models": [], "mounts": [], "output_repository_id": 1,
+        "output_repository": "m", "lineage": {},
+    })  # fmt: skip
+    address, port = launcher.rendezvous(plan)
     assert address == LOCAL_MASTER_ADDR and 1024 <= port <= 65535
     marker = launcher.abort_marker(layout)
     marker.raise_flag(AbortFlag.stopped_by("alice"))
