@@ -334,11 +334,10 @@ def account(
     figures.partial += sum(
         1 for claim in waiting if training.get(claim.run_id)
     )  # a node training while its run waits for admission
-    if waiting and not held and not any(training.values()):
-        fits = settle([as_claim(claim) for claim in open_claims], capacity).admit
-        figures.deadlock_samples += bool(fits)
     if waiting:
         could = settle([as_claim(claim) for claim in open_claims], capacity).admit
+        if not held and not any(training.values()):
+            figures.deadlock_samples += bool(could)  # nothing held, and a run would fit
         usable = sum(claim.cores for claim in held) + sum(c.demand.cores for c in could)
         figures.used += sum(training.values()) * seconds
         figures.usable += min(usable, capacity.cores) * seconds
