@@ -2,14 +2,16 @@
 Kubernetes connection must load, reach the API server and be accepted by it, and its user must
 hold every permission of ``octotrain.launcher_permissions`` in the training namespace (asked of
 the API server itself with ``SelfSubjectAccessReview``, which every authenticated user may
-create); with Kueue, the run's LocalQueue must exist. A failure is one sentence that names the
-connection, the user and the missing permissions, instead of a client's stack trace half way
-into a run.
+create); with Kueue, the run's LocalQueue must exist and the ClusterQueue behind it must be
+able to hold the whole run. A failure is one sentence that names the connection, the user and
+the missing permissions (or the queue and the numbers), instead of a client's stack trace half
+way into a run.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from kubernetes.client import AuthenticationV1Api, AuthorizationV1Api, CustomObjectsApi
@@ -17,13 +19,15 @@ from kubernetes.client.rest import ApiException
 from kubernetes.config.config_exception import ConfigException
 from urllib3.exceptions import HTTPError
 
-from hooks.kubernetes_runs import KubernetesRuns
-from octotrain.launcher_permissions import LAUNCHER_PERMISSIONS, Permission
+from hooks.kubernetes_runs import KubernetesRuns, LauncherForbidden
+from hooks.kueue_quota import Requests, beyond_cluster_queue
+from octotrain.launcher_permissions import KUEUE_RBAC_FILE, LAUNCHER_PERMISSIONS, Permission
 from octotrain.pods import KUEUE_API_GROUP, KUEUE_VERSION
 
 HTTP_UNAUTHORIZED = 401
 HTTP_NOT_FOUND = 404
 CONFIG_FILE = "config/kubernetes.toml"
+log = logging.getLogger(__name__)
 
 
 class LauncherAccessError(RuntimeError):
@@ -72,14 +76,16 @@ def check_launcher_access(
         )
 
 
-def check_kueue_queue(runs: KubernetesRuns, *, queue: str, project: str) -> None:
-    """Raise ``LauncherAccessError`` unless Kueue is installed and the LocalQueue ``queue`` of
+def check_kueue_queue(runs: KubernetesRuns, *, queue: str, project: str, asked: Requests) -> None:
+    """Raise ``LauncherAccessError`` unless Kueue is installed, the LocalQueue ``queue`` of
     ``project`` exists in ``runs``' namespace (a run whose queue is missing would wait
-    forever, its pods never admitted)."""
+    forever, its pods never admitted), and the ClusterQueue behind it could ever give what the
+    run ``asked`` (``hooks.kueue_quota``)."""
     api = CustomObjectsApi(runs.hook.api_client)
     try:
-        runs.call(api.get_namespaced_custom_object, group=KUEUE_API_GROUP, version=KUEUE_VERSION,
-                  namespace=runs.namespace, plural="localqueues", name=queue)  # fmt: skip
+        local_queue = runs.call(api.get_namespaced_custom_object, group=KUEUE_API_GROUP,
+                                version=KUEUE_VERSION, namespace=runs.namespace,
+                                plural="localqueues", name=queue)  # fmt: skip
     except ApiException as error:
         if error.status != HTTP_NOT_FOUND:
             raise
@@ -94,6 +100,27 @@ def check_kueue_queue(runs: KubernetesRuns, *, queue: str, project: str) -> None
             f"{runs.namespace}: its runs would never be admitted; create it (a LocalQueue "
             f"pointing at a ClusterQueue), or change [kueue] local_queue in {CONFIG_FILE}"
         ) from None
+    behind = str(local_queue.get("spec", {}).get("clusterQueue", ""))
+    cluster_queue = _cluster_queue(runs, api, behind)
+    if cluster_queue is not None and (refused := beyond_cluster_queue(asked, cluster_queue)):
+        raise LauncherAccessError(f"the run does not fit in the LocalQueue '{queue}': {refused}")
+
+
+def _cluster_queue(runs: KubernetesRuns, api: CustomObjectsApi, name: str) -> dict[str, Any] | None:
+    """The ClusterQueue ``name`` (None where the launcher may not read it: Kueue's own verdict
+    then refuses a run too large for it, at its launch)."""
+    try:
+        found = runs.call(api.get_cluster_custom_object, group=KUEUE_API_GROUP,
+                          version=KUEUE_VERSION, plural="clusterqueues", name=name)  # fmt: skip
+    except (LauncherForbidden, ApiException) as error:
+        if isinstance(error, ApiException) and error.status != HTTP_NOT_FOUND:
+            raise
+        log.warning(
+            "cannot read the ClusterQueue %s (%s); grant the ClusterRole of %s to check a run's "
+            "size against it before its pods are made", name, error, KUEUE_RBAC_FILE,
+        )  # fmt: skip
+        return None
+    return dict(found)
 
 
 def _object_missing(error: ApiException) -> bool:

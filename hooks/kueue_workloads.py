@@ -26,8 +26,7 @@ from kubernetes.client import CustomObjectsApi
 from kubernetes.client.rest import ApiException
 from kubernetes.utils import parse_quantity
 
-from hooks.kubernetes_access import HTTP_NOT_FOUND
-from hooks.kubernetes_runs import KubernetesRuns
+from hooks.kubernetes_runs import HTTP_NOT_FOUND, KubernetesRuns
 from octotrain.admission import QueueState
 from octotrain.catalog.models import Run
 from octotrain.kubernetes_config import kubernetes_config
@@ -122,7 +121,7 @@ def never_admitted(workload: dict[str, Any], *, cluster_queue: str = "") -> str 
     whose = f"ClusterQueue {cluster_queue}" if cluster_queue else "its ClusterQueue"
     return (
         f"never admitted: {whose} has at most {found['capacity']} {resource} in flavor "
-        f"{found['flavor']}, the run needs {_amount(asked.get(resource), resource)}"
+        f"{found['flavor']}, the run needs {format_amount(asked.get(resource), resource)}"
     )
 
 
@@ -138,9 +137,10 @@ def _reason(workload: dict[str, Any], cluster_queue: str, asked: dict[str, float
         return refused
     if found := LACKING.search(message):
         resource = found["resource"]
+        needs = format_amount(asked.get(resource), resource)
         return (
             f"waiting for quota: {whose} lacks {found['more']} more {resource} in flavor "
-            f"{found['flavor']}, the run needs {_amount(asked.get(resource), resource)}{again}"
+            f"{found['flavor']}, the run needs {needs}{again}"
         )
     if message:
         return f"waiting for quota in {whose}: {message}{again}"
@@ -189,11 +189,12 @@ def _spec_requests(spec: dict[str, Any]) -> dict[str, float]:
 
 
 def _words(asked: dict[str, float]) -> str:
-    shown = [_amount(asked[name], name) for name in SHOWN_RESOURCES if asked.get(name)]
+    shown = [format_amount(asked[name], name) for name in SHOWN_RESOURCES if asked.get(name)]
     return ", ".join(shown)
 
 
-def _amount(amount: float | None, resource: str) -> str:
+def format_amount(amount: float | None, resource: str) -> str:
+    """An amount of a resource in words ("2 GPUs", "1.5 GiB of memory", "3 cpu")."""
     if amount is None:
         return f"some {resource}"
     if resource == "memory":

@@ -34,6 +34,7 @@ from hooks.kubernetes_access import (
     check_launcher_access,
 )
 from hooks.kubernetes_runs import HTTP_NOT_FOUND, KubernetesRuns
+from hooks.kueue_quota import run_requests
 from hooks.object_store import default_object_store
 from hooks.pod_node import stage_plan
 from octotrain.contracts import NodeLogNames
@@ -45,10 +46,17 @@ from octotrain.launcher_permissions import (
     VOLCANO_PERMISSIONS,
 )
 from octotrain.network_policy import run_network_policy
-from octotrain.pods import VOLCANO_API_GROUP, headless_service, run_secret, volcano_pod_group
+from octotrain.pods import (
+    VOLCANO_API_GROUP,
+    headless_service,
+    node_pod,
+    run_secret,
+    volcano_pod_group,
+)
 from octotrain.run_layout import RunObjects
 from octotrain.settings import get_settings
 from octotrain.storage import ObjectStore
+from operators.pod_settings import pod_settings
 from operators.training_stage import TrainingStageOperator, with_real_secrets
 
 
@@ -71,7 +79,10 @@ class PreparePodsOperator(TrainingStageOperator):
             )  # fmt: skip
             if queued:
                 queue = config.kueue.queue_of(plan.project)
-                check_kueue_queue(runs, queue=queue, project=plan.project)
+                pods = [node_pod(plan, node, pod_settings(plan.resources.spec))
+                        for node in plan.node_indices]  # fmt: skip
+                check_kueue_queue(runs, queue=queue, project=plan.project,
+                                  asked=run_requests(pods))  # fmt: skip
         except LauncherAccessError as error:
             raise AirflowFailException(str(error)) from None
         store = default_object_store()

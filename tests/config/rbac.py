@@ -109,6 +109,8 @@ SHIPPED_PATHS = {
     "Namespace": "/api/v1/namespaces",
     "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/octotrain/roles",
     "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/octotrain/rolebindings",
+    "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+    "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
 }
 
 

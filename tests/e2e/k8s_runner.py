@@ -219,6 +219,9 @@ def setup() -> dict[str, int]:
         "four-nodes": add_task(
             catalog, name="four-nodes", algorithm="meets-its-peers", parameters={}, node_count=4
         ),
+        "too-large": add_task(
+            catalog, name="too-large", algorithm="meets-its-peers", parameters={}, node_count=4
+        ),
         "concurrent-failure": add_task(
             catalog,
             name="concurrent-failure",

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes.client import CustomObjectsApi
+from kubernetes.client import CustomObjectsApi, NetworkingV1Api
 
 from hooks.kueue_workloads import queue_state_of
 from octotrain.pods import KUEUE_GROUP, KUEUE_QUEUE, LABEL_TASK
-from tests.config.rbac import KUEUE_RBAC_FILE, apply_shipped, worker_account
+from tests.config.rbac import KUEUE_RBAC_FILE, SHIPPED_PATHS, apply_shipped, worker_account
 from tests.e2e.test_kubernetes_restarts import (
     checkpointed_pod,
     objects_of,
@@ -47,6 +47,8 @@ CLUSTER_QUEUE = "octotrain-e2e"
 # Room for one 2-node run of the cpu-small spec (1 cpu a node, and its sidecar's request).
 CPU_QUOTA = "3"
 GATE = "kueue.x-k8s.io/admission"
+# The ClusterRoleBinding of rbac-kueue.yaml that lets the launcher read ClusterQueues.
+QUOTA_READER = "octotrain-launcher-kueue-quota"
 KUEUE_PRIORITIES = """
 [[kueue.priority_classes]]
 minimum = 30
@@ -271,12 +273,53 @@ def test_a_higher_priority_run_preempts_and_the_preempted_one_resumes_from_its_c
             assert "preempted" in ended.lower(), ended
 
 
-def test_a_run_larger_than_its_cluster_queue_fails_with_kueue_s_numbers_and_leaves_no_pod(
+def test_a_run_larger_than_its_cluster_queue_is_refused_before_anything_is_made(
     cluster: Cluster, env: dict[str, str], tasks: dict[str, int]
 ) -> None:
-    """Four nodes of 1 cpu against a ClusterQueue of 3: Kueue marks the Workload inadmissible,
-    and the nodes' launch tasks fail the run with its numbers instead of waiting a week."""
-    plan = _prepared(cluster, env, "four-nodes")["four-nodes"]
+    """Four nodes of 1 cpu against a ClusterQueue of 3: the run's ``stage_data`` reads the
+    ClusterQueue behind the project's LocalQueue (the ClusterRole of ``rbac-kueue.yaml``) and
+    refuses the run with the numbers; nothing of it is made."""
+    assert cluster.plane is not None
+    plan = cluster.root / "too-large-plan.json"
+    refused = cluster.runner("prepare", "too-large", str(plan), env=env)
+    assert refused.returncode != 0
+    assert re.search(
+        rf"the run does not fit in the LocalQueue 'demo': ClusterQueue {CLUSTER_QUEUE} can give "
+        rf"at most {CPU_QUOTA} cpu in flavor default-flavor \(the run needs [0-9.]+ cpu\): "
+        "Kueue would never admit the run", refused.stderr
+    ), refused.stderr[-3000:]  # fmt: skip
+    run = _plan(plan)
+    assert not cluster.store.list(f"runs/{run['task_id']}/{run['run_key']}/")
+    selector = f"{LABEL_TASK}={tasks['too-large']}"
+    assert cluster.pods_of(tasks["too-large"]) == []
+    assert cluster.api.list_namespaced_service(NAMESPACE, label_selector=selector).items == []
+    policies = NetworkingV1Api(cluster.api.api_client).list_namespaced_network_policy
+    assert policies(NAMESPACE, label_selector=selector).items == []
+    account = worker_account()
+    reads = [
+        event
+        for event in cluster.plane.audited(
+            f"system:serviceaccount:{account['namespace']}:{account['name']}"
+        )
+        if (event.get("objectRef") or {}).get("resource") == "clusterqueues"
+    ]
+    assert reads and all(e["verb"] == "get" for e in reads)  # what rbac-kueue.yaml grants
+
+
+def test_without_reading_its_cluster_queue_kueue_s_own_verdict_fails_the_run_at_launch(
+    cluster: Cluster, env: dict[str, str], tasks: dict[str, int]
+) -> None:
+    """The ClusterRole not granted: ``stage_data`` cannot tell, the pods are made, Kueue marks
+    the Workload inadmissible, and the nodes' launch tasks fail the run with Kueue's numbers
+    instead of waiting a week; no pod is left."""
+    assert cluster.plane is not None
+    with cluster.plane.client() as api:
+        gone = api.delete(f"{SHIPPED_PATHS['ClusterRoleBinding']}/{QUOTA_READER}")
+    assert gone.status_code == 200, gone.text
+    try:
+        plan = _prepared(cluster, env, "four-nodes")["four-nodes"]
+    finally:
+        apply_shipped(cluster.plane, KUEUE_RBAC_FILE)
     nodes = _plan(plan)["node_indices"]
     workers = {node: launch_in_background(cluster, plan, node, 1, env) for node in nodes}
     outputs = {node: worker.communicate(timeout=DEADLINE_SECONDS) for node, worker in

@@ -150,7 +150,7 @@ def test_kueue_asked_for_but_not_installed_is_named(
         account=shipped["name"], namespace=NAMESPACE,
     )  # fmt: skip
     with pytest.raises(LauncherAccessError) as refused:
-        check_kueue_queue(_runs(kubeconfig, monkeypatch), queue="demo", project="demo")
+        check_kueue_queue(_runs(kubeconfig, monkeypatch), queue="demo", project="demo", asked={})
     assert str(refused.value) == (
         "Kueue is not installed in the cluster (it has no LocalQueue kind: the CRD "
         "localqueues.kueue.x-k8s.io is missing), but config/kubernetes.toml says admission = "
