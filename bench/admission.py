@@ -4,7 +4,10 @@ in the same run, without it (``local_admission = false``: every node starts as s
 launch task gets a worker slot, as before).
 
     uv run python -m bench.admission [--runs 16] [--seconds 40] [--cores 6] [--slots 8] \\
-        [--rendezvous-timeout 120] [--phases on,off]
+        [--rendezvous-timeout 120] [--phases on,off,kueue,k8s-off]
+
+Phases ``on`` and ``off`` run on the local launcher; ``kueue`` and ``k8s-off`` run the same
+burst on the tests' real control plane with and without Kueue (``bench/admission_kubernetes.py``).
 
 Each phase starts a real Airflow (api-server, scheduler with the LocalExecutor and
 ``--slots`` worker slots, dag-processor, triggerer) on fresh PostgreSQL databases. The burst:
@@ -46,87 +49,29 @@ import time
 import uuid
 from collections import defaultdict
 from contextlib import ExitStack
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
 import sqlalchemy
 from sqlalchemy import select
 
-from bench.load import ENDED, Marks, fresh_database, sweep, trigger_all
-from bench.scale_kubernetes import COMPONENTS, healthy
+from bench.admission_burst import (
+    MASTER_PORT,
+    PARTIAL_SECONDS,
+    TRAINING,
+    WEIGHTS,
+    Figures,
+    burst_tasks,
+    trigger_burst,
+)
+from bench.admission_kubernetes import KUBERNETES_PHASES, run_kubernetes_phase
+from bench.load import ENDED, Marks, fresh_database, sweep
+from bench.scale_kubernetes import COMPONENTS
 from hooks.catalog import CatalogHook
 from octotrain.admission import Capacity, Claim, Demand, ProjectQuota, settle
 from octotrain.catalog.models import AdmissionClaim, NodeHold, Run, as_utc
-from octotrain.catalog.named_objects import Algorithms, ModelRepositories, ResourceSpecs
-from octotrain.catalog.projects import Projects
-from tests.factories import ADMIN, add_task
-from tests.live_airflow import HTTP_SECONDS, LiveAirflow, demo_airflow
+from tests.live_airflow import LiveAirflow, demo_airflow
 
 SAMPLE_SECONDS = 0.5
-# Nodes of one run starting further apart than this: one waited for the others.
-PARTIAL_SECONDS = 15.0
-WEIGHTS = {"demo": 2.0, "team-b": 1.0}
-SHAPES = (1, 2, 4)  # nodes of a run
-PRIORITIES = (-10, 0, 10)
-ALGORITHM = "bench-admission-barrier"
-# A node meets its partners (a TCP barrier on MASTER_PORT), trains, writes its model.
-TRAINING = r"""
-import os, socket, sys, time
-marker = "{marker}"
-rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-address, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
-deadline = time.monotonic() + {timeout}
-if rank == 0:
-    server = socket.create_server((address, port))
-    server.settimeout(max(0.1, deadline - time.monotonic()))
-    peers = []
-    try:
-        while len(peers) < world - 1:
-            peers.append(server.accept()[0])
-    except TimeoutError:
-        sys.exit(f"rendezvous timed out: {{len(peers) + 1}} of {{world}} nodes came")
-    for peer in peers:
-        peer.sendall(b"go")
-elif world > 1:
-    while True:
-        try:
-            peer = socket.create_connection((address, port), timeout=1)
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                sys.exit("rendezvous timed out: node 0 never listened")
-            time.sleep(0.2)
-    peer.settimeout(max(0.1, deadline - time.monotonic()))
-    try:
-        peer.recv(2)
-    except TimeoutError:
-        sys.exit("rendezvous timed out waiting for the others")
-time.sleep({seconds})
-with open(os.path.join(os.environ["OUTPUT"], f"model-{{rank}}.txt"), "w") as model:
-    model.write(os.environ["RUN_ID"])
-"""
-
-
-@dataclass
-class Figures:
-    """What the samples add up to in one phase."""
-
-    wall_seconds: float = 0.0
-    failed: int = 0
-    partial: int = 0
-    spread_max: float = 0.0
-    deadlock_samples: int = 0
-    used: float = 0.0  # core-seconds training while runs waited
-    usable: float = 0.0  # core-seconds the waiting runs could have used meanwhile
-    contended: dict[str, float] = field(default_factory=lambda: defaultdict(float))
-
-    def utilisation(self) -> float | None:
-        return self.used / self.usable if self.usable else None
-
-    def shares(self) -> dict[str, float]:
-        total = sum(self.contended.values())
-        return {name: value / total for name, value in self.contended.items()} if total else {}
 
 
 def main() -> None:
@@ -136,7 +81,11 @@ def main() -> None:
     parser.add_argument("--cores", type=int, default=6)
     parser.add_argument("--slots", type=int, default=8)
     parser.add_argument("--rendezvous-timeout", type=float, default=120.0)
-    parser.add_argument("--phases", default="on,off")
+    parser.add_argument(
+        "--phases",
+        default="on,off",
+        help="on,off (the local launcher); kueue,k8s-off (the control plane)",
+    )
     parser.add_argument("--timeout", type=float, default=1800.0)
     arguments = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(143))
@@ -147,31 +96,41 @@ def main() -> None:
           flush=True)  # fmt: skip
     results = {}
     for phase in arguments.phases.split(","):
-        results[phase] = run_phase(phase, arguments)
+        if phase in KUBERNETES_PHASES:
+            results[phase] = run_kubernetes_phase(phase, arguments)
+        else:
+            results[phase] = run_phase(phase, arguments)
         show(phase, results[phase])
-    if {"on", "off"} <= set(results):
-        on, off = results["on"], results["off"]
-        ratio = off.wall_seconds / on.wall_seconds
-        print(f"\ntime until the last run ended, admission off / on: {ratio:.2f}x "
-              f"({off.wall_seconds:.0f} s / {on.wall_seconds:.0f} s); failed runs: off "
-              f"{off.failed}, on {on.failed}")  # fmt: skip
-    on = results.get("on")
-    if on is not None:
-        checks = [
-            (on.partial == 0, f"partial starts with admission: {on.partial} (goal 0)"),
-            (on.deadlock_samples == 0, f"deadlock samples: {on.deadlock_samples} (goal 0)"),
-            ((on.utilisation() or 0) >= 0.9, "cores used while runs waited >= 90 %"),
-            (on.failed == 0, f"failed runs with admission: {on.failed} (goal 0)"),
-        ]
-        shares = on.shares()
-        if shares:
-            fair = all(abs(shares.get(name, 0) - weight / sum(WEIGHTS.values())) <= 0.10
-                       for name, weight in WEIGHTS.items())  # fmt: skip
-            checks.append((fair, "each project's share within 10 points of its weight's"))
-        for passed, what in checks:
-            print(f"{'PASS' if passed else 'FAIL'} {what}")
-        if not all(passed for passed, _ in checks):
-            sys.exit(1)
+    passed = True
+    for admitted, without in (("on", "off"), ("kueue", "k8s-off")):
+        if {admitted, without} <= set(results):
+            ratio = results[without].wall_seconds / results[admitted].wall_seconds
+            print(f"\ntime until the last run ended, {without} / {admitted}: {ratio:.2f}x "
+                  f"({results[without].wall_seconds:.0f} s / "
+                  f"{results[admitted].wall_seconds:.0f} s)")  # fmt: skip
+        if admitted in results:
+            passed = checked(admitted, results[admitted]) and passed
+    if not passed:
+        sys.exit(1)
+
+
+def checked(phase: str, figures: Figures) -> bool:
+    """Print the goals of a phase with admission; whether all were met."""
+    checks = [
+        (figures.partial == 0, f"{phase}: partial starts {figures.partial} (goal 0)"),
+        (figures.deadlock_samples == 0,
+         f"{phase}: deadlock samples {figures.deadlock_samples} (goal 0)"),
+        ((figures.utilisation() or 0) >= 0.9, f"{phase}: cores used while runs waited >= 90 %"),
+        (figures.failed == 0, f"{phase}: failed runs {figures.failed} (goal 0)"),
+    ]  # fmt: skip
+    shares = figures.shares()
+    if shares:
+        fair = all(abs(shares.get(name, 0) - weight / sum(WEIGHTS.values())) <= 0.10
+                   for name, weight in WEIGHTS.items())  # fmt: skip
+        checks.append((fair, f"{phase}: each project's share within 10 points of its weight's"))
+    for passed, what in checks:
+        print(f"{'PASS' if passed else 'FAIL'} {what}")
+    return all(passed for passed, _ in checks)
 
 
 def show(phase: str, figures: Figures) -> None:
@@ -212,7 +171,7 @@ def run_phase(phase: str, arguments: argparse.Namespace) -> Figures:
             "AIRFLOW__CORE__PARALLELISM": str(arguments.slots),
             "AIRFLOW__CORE__MAX_ACTIVE_RUNS_PER_DAG": str(arguments.runs),
         }
-        training = TRAINING.format(marker=marker, seconds=arguments.seconds,
+        training = TRAINING.format(marker=marker, seconds=arguments.seconds, port=MASTER_PORT,
                                    timeout=arguments.rendezvous_timeout)  # fmt: skip
 
         def prepare(catalog: CatalogHook, store: object, _demo: object) -> list[int]:
@@ -230,28 +189,6 @@ def run_phase(phase: str, arguments: argparse.Namespace) -> Figures:
         return burst(server, catalog, task_ids, capacity, arguments)
 
 
-def burst_tasks(catalog: CatalogHook, store: object, training: str) -> list[int]:
-    """A task per shape, project and priority, with the barrier's algorithm."""
-    with catalog.session() as session:
-        Projects(session, ADMIN).create({"name": "team-b", "description": "bench.admission"})
-        ResourceSpecs(session, ADMIN).create(
-            "team-b", {"name": "cpu-small", "cpu": 1, "memory_mib": 256, "max_nodes": 4}
-        )
-        for project in WEIGHTS:
-            Algorithms(session, ADMIN).create(project, {
-                "name": ALGORITHM, "image": "python:3.11-slim",
-                "command": ["python", "-c", training], "sample_type": "table"})  # fmt: skip
-            ModelRepositories(session, ADMIN, store).create(  # type: ignore[arg-type]
-                project, {"name": "bench-admission-model"}
-            )
-    return [
-        add_task(catalog, project=project, name=f"burst-{project}-{nodes}-{priority + 10}",
-                 algorithm=ALGORITHM, parameters={}, node_count=nodes, priority=priority,
-                 model_repository="bench-admission-model", data_inputs=[])
-        for project in WEIGHTS for nodes in SHAPES for priority in PRIORITIES
-    ]  # fmt: skip
-
-
 def burst(
     server: LiveAirflow,
     catalog: sqlalchemy.Engine,
@@ -260,18 +197,7 @@ def burst(
     arguments: argparse.Namespace,
 ) -> Figures:
     """Trigger the runs at once, sample the catalog until all have ended, add it up."""
-    server.wait_until("a healthy scheduler and triggerer", lambda: healthy(server.url))
-    http = httpx.Client(base_url=server.url, headers=server.admin_headers(), timeout=HTTP_SECONDS)
-
-    def trigger(number: int) -> str:
-        task = task_ids[number * 7 % len(task_ids)]  # a spread of shapes, projects, priorities
-        answer = http.post(f"/octotrain/api/v1/tasks/{task}/runs",
-                           json={"request_id": f"burst-{number}"})  # fmt: skip
-        answer.raise_for_status()
-        return str(answer.json()["dag_run_id"])
-
-    with http:
-        first, _took, run_ids = trigger_all(arguments.runs, trigger)
+    first, run_ids = trigger_burst(server, task_ids, arguments.runs)
     wanted = set(run_ids)
     figures = Figures()
     deadline = time.monotonic() + arguments.timeout

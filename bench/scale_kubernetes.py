@@ -63,7 +63,7 @@ from octotrain.planning import run_key
 from octotrain.pods import LABEL_RUN, TRAIN_CONTAINER
 from tests.config.rbac import apply_shipped, worker_account
 from tests.factories import ADMIN, add_command_algorithm, add_task
-from tests.k8s_control_plane import control_plane, service_account_kubeconfig
+from tests.k8s_control_plane import ControlPlane, control_plane, service_account_kubeconfig
 from tests.k8s_node_agent.agent import NodeAgent
 from tests.live_airflow import HTTP_SECONDS, LiveAirflow, demo_airflow
 
@@ -196,12 +196,14 @@ class BenchCluster:
     kubeconfig: Path
     pods: Callable[[], list[dict[str, Any]]]
     services: Callable[[], list[dict[str, Any]]]
+    plane: ControlPlane
 
 
 @contextmanager
-def on_control_plane(root: Path, size: Size) -> Iterator[BenchCluster]:
-    """The real control plane, the shipped RBAC applied, one node agent with room for every
-    pod; the launcher acts as the worker's service account that the RoleBinding names."""
+def on_control_plane(root: Path, *, cpu: str, memory: str) -> Iterator[BenchCluster]:
+    """The real control plane, the shipped RBAC applied, one node agent with ``cpu`` and
+    ``memory`` for the pods; the launcher acts as the worker's service account that the
+    RoleBinding names."""
     (root / "plane").mkdir()
     with control_plane(root / "plane") as plane, plane.client() as api:
         apply_shipped(plane)
@@ -210,8 +212,7 @@ def on_control_plane(root: Path, size: Size) -> Iterator[BenchCluster]:
             plane, root / "kubeconfig", account_namespace=worker["namespace"],
             account=worker["name"], namespace=NAMESPACE,
         )  # fmt: skip
-        agent = NodeAgent(plane, "bench-node", root=root / "cluster", cpu=str(4 * size.trainings),
-                          memory=f"{4 * size.trainings}Gi",
+        agent = NodeAgent(plane, "bench-node", root=root / "cluster", cpu=cpu, memory=memory,
                           memory_poll_seconds=MEMORY_POLL_SECONDS)  # fmt: skip
 
         def listed(kind: str) -> list[dict[str, Any]]:
@@ -220,7 +221,8 @@ def on_control_plane(root: Path, size: Size) -> Iterator[BenchCluster]:
             return list(answer.json()["items"])
 
         with agent:
-            yield BenchCluster(kubeconfig, lambda: listed("pods"), lambda: listed("services"))
+            yield BenchCluster(kubeconfig, lambda: listed("pods"), lambda: listed("services"),
+                               plane)  # fmt: skip
 
 
 def sample(cluster: BenchCluster, metadata: sqlalchemy.Engine) -> Sample:
@@ -415,7 +417,8 @@ def run_kubernetes(size: Size) -> bool:
     leaks: list[str] = []
     try:
         with ExitStack() as stack:
-            cluster = stack.enter_context(on_control_plane(root, size))
+            room = str(4 * size.trainings)  # every pod at once
+            cluster = stack.enter_context(on_control_plane(root, cpu=room, memory=f"{room}Gi"))
             kubeconfig = cluster.kubeconfig
             config_file = root / "kubernetes.toml"
             config_file.write_text(

@@ -90,7 +90,11 @@ def kueue_module() -> Path:
 
 
 @contextmanager
-def kueue(plane: ControlPlane, folder: Path) -> Iterator[Kueue]:
+def kueue(
+    plane: ControlPlane, folder: Path, *, configuration: dict[str, Any] | None = None
+) -> Iterator[Kueue]:
+    """Kueue's manager on ``plane``, ``configuration`` over the tests' (say, its fair
+    sharing)."""
     binary, module = kueue_binary(), kueue_module() / "config" / "components"
     folder.mkdir(parents=True, exist_ok=True)
     crds = _install_crds(plane, module / "crd" / "bases")
@@ -108,7 +112,7 @@ def kueue(plane: ControlPlane, folder: Path) -> Iterator[Kueue]:
         "leaderElection": {"leaderElect": False},
         "internalCertManagement": {"enable": False},
         "integrations": {"frameworks": ["pod"]},
-    }))  # fmt: skip
+    } | (configuration or {})))  # fmt: skip
     processes = Processes(folder)
     configurations: list[tuple[str, str]] = []
     try:
