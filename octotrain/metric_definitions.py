@@ -56,15 +56,41 @@ class MetricDefinition(Document):
     """One chart extracted from the train log (fields in the order they are judged: the
     regex last, since its groups must fit the chart's names)."""
 
-    name: StrictStr
-    x: StrictStr = DEFAULT_X
-    # One axis (the chart's name by default) or two (left, right), each a named group.
-    ys: list[StrictStr] = Field(default_factory=list, max_length=2)
-    description: StrictStr = ""
-    smooth: StrictBool = False
-    # The x at which the training ends: a number, or the name of a numeric parameter.
-    total: Number | StrictStr | None = None
-    regex: StrictStr
+    # The descriptions are also the reference's: docs/reference/metrics-format.md is generated
+    # from them.
+
+    name: StrictStr = Field(
+        description="the chart's name, unique among the algorithm's charts (and its y axis "
+        f"unless `ys` names them); {NAME_RULE}"
+    )
+    x: StrictStr = Field(
+        DEFAULT_X,
+        description="the x axis: the named group of `regex` that holds x, or, when it has no "
+        f"group of that name, x counts the chart's points (1, 2, ...); {NAME_RULE}",
+    )
+    ys: list[StrictStr] = Field(
+        default_factory=list,
+        max_length=2,
+        description="the y axes: one (the chart's name when empty) or two (left, right), "
+        f"different; two must be the named groups of `regex` besides x; each {NAME_RULE}",
+    )
+    description: StrictStr = Field(
+        "", description=f"shown with the chart (its name when empty); {DESCRIPTION_RULE}"
+    )
+    smooth: StrictBool = Field(False, description="draw the chart's lines smoothed")
+    total: Number | StrictStr | None = Field(
+        None,
+        description="the x at which the training ends: a number above 0, or the name of one "
+        "of the algorithm's int or float parameters (its value in the run); the chart then "
+        "gives the node's progress for a training that writes no `progress.json`",
+    )
+    regex: StrictStr = Field(
+        description="matched against each line of the train log: without named groups its "
+        "first group is the value; named groups are x (the one named as `x`) and the chart's "
+        f"lines, up to {MAX_SERIES} (with two `ys`, exactly those two); at most "
+        f"{MAX_REGEX_LENGTH} characters, and it must compile, have a group and not risk "
+        "catastrophic backtracking"
+    )
 
     @field_validator("name", "x")
     @classmethod

@@ -33,16 +33,63 @@ FLAGS = {"true": True, "false": False, True: True, False: False}
 
 @dataclass(frozen=True)
 class ChartMeta:
-    name: str
-    x: str
-    ys: list[str]
-    series: list[str]
-    description: str
-    smooth: bool = False
-    with_timestamp: bool = False
-    # The x at which the training ends: the chart then gives the training's progress
-    # (octotrain/node_progress.py), unless $METRICS/progress.json does.
-    total: float | None = None
+    """One chart of ``metrics.json`` (an item of its ``metas``) that breaks no rule.
+
+    Each field is the chart's key of the same name; its metadata's ``description`` says what
+    the file holds there, and ``default`` what a key the file may leave out is then taken to be
+    where the field itself has no default. The reference of the file's format is generated from
+    them (docs/reference/metrics-format.md), so a key added here is documented there.
+    """
+
+    name: str = field(
+        metadata={
+            "description": "the chart's name, unique in the file, and its points' file "
+            f"`<name>.jsonl`; {NAME_RULE}"
+        }
+    )
+    x: str = field(
+        metadata={
+            "description": f"the key of a point that holds its x; {NAME_RULE}; not also "
+            "one of the chart's lines"
+        }
+    )
+    ys: list[str] = field(
+        metadata={
+            "description": "the y axes, 1 or 2 names (left, right), different, each "
+            f"{NAME_RULE}; without `series`, the keys of a point drawn against them"
+        }
+    )
+    series: list[str] = field(
+        metadata={
+            "description": "the lines drawn against the one y axis (`ys` then names "
+            f"exactly one), each a key of a point: 0 to {MAX_SERIES} names, different, "
+            f"each {NAME_RULE}",
+            "default": [],
+        }
+    )
+    description: str = field(metadata={"description": f"shown with the chart; {DESCRIPTION_RULE}"})
+    smooth: bool = field(
+        default=False,
+        metadata={
+            "description": "draw the lines smoothed (a moving average, the raw line "
+            "faint behind it)"
+        },
+    )
+    with_timestamp: bool = field(
+        default=False,
+        metadata={
+            "description": "each point also holds `timestamp`, seconds since the epoch "
+            "(the chart's CSV gets a column of it)"
+        },
+    )
+    total: float | None = field(
+        default=None,
+        metadata={
+            "description": "the x at which the training ends, a number above 0: the "
+            "chart then gives the node's progress and its estimated end, unless "
+            "`progress.json` (in the same folder) does"
+        },
+    )
 
     @property
     def lines(self) -> list[str]:
@@ -52,10 +99,32 @@ class ChartMeta:
 
 @dataclass(frozen=True)
 class MetricsMeta:
-    """The charts that may be drawn, in the file's order, and what is wrong with the rest."""
+    """The charts that may be drawn, in the file's order, and what is wrong with the rest.
 
-    id: str = ""
-    charts: list[ChartMeta] = field(default_factory=list)
+    A field read from the file has a ``description`` in its metadata (and ``key``, the file's
+    name for it, when that differs; ``required`` when the file must have it though the field
+    has a default), as ``ChartMeta``'s fields do.
+    """
+
+    id: str = field(
+        default="",
+        metadata={
+            "description": "the training task's id (`MetricsWriter` writes `$TASK_ID`); "
+            "kept as a string, not judged"
+        },
+    )
+    charts: list[ChartMeta] = field(
+        default_factory=list,
+        metadata={
+            "key": "metas",
+            "required": True,
+            "description": f"the charts, in the order they are shown: at most {MAX_CHARTS} "
+            "(the rest are left out), names unique; each is judged on its own: the valid ones "
+            "are drawn, one that breaks a rule is not, its problems named by their place "
+            "(`metas[2].ys`)",
+        },
+    )
+    # Not in the file: what is wrong with it.
     problems: list[FieldProblem] = field(default_factory=list)
 
     def chart(self, name: str) -> ChartMeta | None:

@@ -5,10 +5,19 @@ A page holds a marker where a generated part goes:
 - ``<!-- generated: cli -->``: every ``octotrain`` command, from the typer app (``cli.main``):
   its usage line, its help, and each argument and option with its help and default;
 - ``<!-- generated: rest-api -->``: every route of the REST API, from the OpenAPI document the
-  plugin serves (``plugins.api.app``): method, path and summary, by tag, and each parameter;
+  plugin serves (``plugins.api.app``): method, path and summary, by tag, each parameter, its
+  request body and its answers, linked to a "Schemas" section that shows every schema of the
+  document once, field by field (the objects an inline request body describes by their title);
 - ``<!-- generated: settings -->``: every key of ``config/defaults.toml``, the file the settings
   are read from: its environment variable, its default, the rule its value must meet
-  (``octotrain.settings.Settings``) and the comment above it in the file.
+  (``octotrain.settings.Settings``) and the comment above it in the file;
+- ``<!-- generated: metrics-json -->``: every key of a training's ``metrics.json``, from the
+  fields of ``octotrain.metrics_meta.MetricsMeta`` and ``ChartMeta`` (the metadata of each says
+  what the file holds there);
+- ``<!-- generated: metric-definitions -->``: every field of an algorithm's metric definition,
+  from the JSON schema of ``octotrain.metric_definitions.MetricDefinition``;
+- ``<!-- generated: dag-params -->``: every Param of a task's DAG, as ``dags.run_params`` builds
+  them for the example task ``EXAMPLE_TASK`` with the demo catalog's objects.
 
 So a command, an option or a route added to the code is in the docs at the next build, and one
 removed is gone: nothing here is copied by hand. A marker with no generator fails the build.
@@ -16,6 +25,7 @@ removed is gone: nothing here is copied by hand. A marker with no generator fail
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tempfile
@@ -94,39 +104,365 @@ def _parameter_row(parameter: Any, ctx: Any) -> str:
 
 
 def rest_api_reference() -> str:
-    """Every route of the OpenAPI document, by tag, with its parameters."""
-    os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="octotrain-docs-airflow-"))
-    from plugins.api.app import create_app
-
-    document = create_app().openapi()
+    """Every route of the OpenAPI document, by tag, with its parameters, body and answers; what
+    its errors mean; then every schema they name, once."""
+    document = openapi_document()
+    schemas = SchemaIndex(document["components"]["schemas"])
+    routes = [
+        Route(method, path, operation, schemas) for method, path, operation in _operations(document)
+    ]
     by_tag: dict[str, list[str]] = {}
-    for path, operations in document["paths"].items():
-        for method in METHODS:
-            operation = operations.get(method)
-            if operation is None:
-                continue
-            tag = (operation.get("tags") or ["other"])[0]
-            by_tag.setdefault(tag, []).append(_route(method, path, operation))
+    for route in routes:
+        by_tag.setdefault(route.tag, []).append(route.markdown())
     lines = []
     for tag in sorted(by_tag):
         lines += [f"### {tag}\n", *by_tag[tag]]
-    return "\n".join(lines)
+    return "\n".join([*lines, _errors_section(routes), schemas.section()])
 
 
-def _route(method: str, path: str, operation: dict[str, Any]) -> str:
-    head = f"`{method.upper()} {path}`: {_cell(operation.get('summary', ''))}\n"
-    parameters = [
-        f"| `{p['name']}` | {p['in']} | {'yes' if p.get('required') else 'no'} | "
-        f"{_cell(p.get('description', ''))} |"
-        for p in operation.get("parameters") or []
-    ]
-    if "requestBody" in operation:
-        content = ", ".join(operation["requestBody"].get("content", {}))
-        parameters.append(f"| body | {content} | yes | |")
-    if not parameters:
-        return head
-    table = "| parameter | in | required | meaning |\n|---|---|---|---|\n"
-    return head + "\n" + table + "\n".join(parameters) + "\n"
+def openapi_document() -> dict[str, Any]:
+    """The OpenAPI document the plugin serves, made without a request."""
+    _private_airflow_home()
+    from plugins.api.app import create_app
+
+    return create_app().openapi()
+
+
+def _private_airflow_home() -> None:
+    """Airflow configured in a folder of its own, unless something already says where: the
+    docs' build must not read or write a real installation's."""
+    os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="octotrain-docs-airflow-"))
+
+
+def _operations(document: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    for path, operations in document["paths"].items():
+        for method in METHODS:
+            if method in operations:
+                yield method, path, operations[method]
+
+
+def schema_anchor(name: str) -> str:
+    """The anchor of a named schema in the "Schemas" section: its own, since a schema may be
+    called as a tag is (``Usage``) and a heading's anchor would then be the tag's."""
+    return f"schema-{name}"
+
+
+class SchemaIndex:
+    """The document's named schemas, each once: its components, and the objects its inline
+    request bodies describe, named by their title.
+
+    The plugin inlines a body's schema whole (``plugins.api.bodies``), nested documents
+    included, so without this the same document would be spelled out at every route that takes
+    it; a change's body is the same schema without ``required`` (every field optional).
+    """
+
+    def __init__(self, components: dict[str, Any]) -> None:
+        self.named: dict[str, dict[str, Any]] = {}
+        for name, schema in components.items():
+            self.named[name] = self._children_hoisted(schema)
+
+    def hoist(self, schema: Any) -> Any:
+        """``schema`` with every titled object in it, itself included, replaced by a reference
+        to its named schema."""
+        if not isinstance(schema, dict):
+            return schema
+        hoisted = self._children_hoisted(schema)
+        if "properties" in hoisted and "title" in hoisted:
+            return {"$ref": SCHEMA_REF + self._named_as(hoisted["title"], hoisted)}
+        return hoisted
+
+    def is_partial(self, body: dict[str, Any], name: str) -> bool:
+        """Whether a body's schema is its named schema with every field optional."""
+        return "required" not in body and "required" in self.named.get(name, {})
+
+    def link(self, name: str) -> str:
+        return f"[{name}](#{schema_anchor(name)})"
+
+    def section(self) -> str:
+        """Every named schema, by name: its description and a table of its fields."""
+        parts = ["## Schemas\n"]
+        for name in sorted(self.named, key=str.lower):
+            schema = self.named[name]
+            parts.append(f'<a id="{schema_anchor(name)}"></a>\n\n### {name}\n')
+            if schema.get("description"):
+                parts.append(_cell(schema["description"]) + "\n")
+            parts.append(schema_table(schema, self.link) or _whole_value(schema, self.link))
+        return "\n".join(parts)
+
+    def _children_hoisted(self, schema: dict[str, Any]) -> dict[str, Any]:
+        hoisted = dict(schema)
+        for keyword in ("items", "additionalProperties", "propertyNames"):
+            if isinstance(schema.get(keyword), dict):
+                hoisted[keyword] = self.hoist(schema[keyword])
+        for keyword in ("anyOf", "oneOf", "allOf"):
+            if keyword in schema:
+                hoisted[keyword] = [self.hoist(member) for member in schema[keyword]]
+        if "properties" in schema:
+            hoisted["properties"] = {
+                name: self.hoist(value) for name, value in schema["properties"].items()
+            }
+        return hoisted
+
+    def _named_as(self, title: str, schema: dict[str, Any]) -> str:
+        """The name ``schema`` is shown under: its title, or its title and a number when
+        another schema already has that title; the schema that says which fields are required
+        is the one shown."""
+        name, number = title, 1
+        while name in self.named and _optional(self.named[name]) != _optional(schema):
+            number += 1
+            name = f"{title}{number}"
+        if name not in self.named or "required" in schema:
+            self.named[name] = schema
+        return name
+
+
+SCHEMA_REF = "#/components/schemas/"
+# What FastAPI says of an answer it was told nothing about: nothing worth repeating.
+FASTAPI_DEFAULT_ANSWER = "Successful Response"
+
+
+def _optional(schema: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in schema.items() if key != "required"}
+
+
+class Route:
+    """One operation of the document, its request body's schemas hoisted into the index."""
+
+    def __init__(
+        self, method: str, path: str, operation: dict[str, Any], schemas: SchemaIndex
+    ) -> None:
+        self.method, self.path, self.operation, self.schemas = method, path, operation, schemas
+        self.tag = (operation.get("tags") or ["other"])[0]
+        content = (operation.get("requestBody") or {}).get("content", {})
+        self.bodies = {
+            kind: (schemas.hoist(item.get("schema", {})), item.get("schema", {}))
+            for kind, item in content.items()
+        }
+        self.answers = {
+            code: (answer, self._answer_body(code, answer))
+            for code, answer in operation.get("responses", {}).items()
+        }
+
+    def markdown(self) -> str:
+        """Its method, path and summary, a table of its parameters and body, its answers."""
+        head = f"`{self.method.upper()} {self.path}`: {_cell(self.operation.get('summary', ''))}\n"
+        rows = [*self._parameter_rows(), *self._body_rows()]
+        table = ""
+        if rows:
+            table = (
+                "\n| parameter | in | type | required | rule and meaning |\n|---|---|---|---|---|\n"
+            )
+            table += "\n".join(rows) + "\n"
+        return head + table + "\n" + self._answers() + "\n"
+
+    def errors(self) -> Iterator[tuple[str, str, str]]:
+        """Each error answer: its status, when it comes, its body."""
+        for code, (answer, body) in self.answers.items():
+            if int(code) >= 400:
+                yield code, answer.get("description", ""), body
+
+    def _parameter_rows(self) -> list[str]:
+        rows = []
+        for parameter in self.operation.get("parameters") or []:
+            schema = parameter.get("schema", {})
+            words = [f"default {_code(_json(schema['default']))}"] if "default" in schema else []
+            words += _rules(schema, self.schemas.link)
+            if parameter.get("description"):
+                words.append(_cell(parameter["description"]))
+            rows.append(
+                f"| `{parameter['name']}` | {parameter['in']} | "
+                f"{_type_of(schema, self.schemas.link)} | "
+                f"{'yes' if parameter.get('required') else 'no'} | {'; '.join(words)} |"
+            )
+        return rows
+
+    def _body_rows(self) -> list[str]:
+        required = "yes" if (self.operation.get("requestBody") or {}).get("required") else "no"
+        rows = []
+        for kind, (hoisted, original) in self.bodies.items():
+            shape = _type_of(hoisted, self.schemas.link)
+            named = hoisted.get("$ref", "").removeprefix(SCHEMA_REF)
+            if named and self.schemas.is_partial(original, named):
+                shape += ", every field optional"
+            rows.append(f"| body | {kind} | {shape} | {required} | |")
+        return rows
+
+    def _answers(self) -> str:
+        """Each success with its body; the errors by body (what they mean is said once, in the
+        section on errors)."""
+        successes, failures = [], {}
+        for code, (answer, body) in sorted(self.answers.items(), key=lambda item: int(item[0])):
+            if int(code) >= 400:
+                failures.setdefault(body, []).append(f"`{code}`")
+                continue
+            words = answer.get("description", "")
+            said = f" ({_cell(words)})" if words and words != FASTAPI_DEFAULT_ANSWER else ""
+            successes.append(f"`{code}`{said}: {body}")
+        text = "Answers " + "; ".join(successes)
+        if failures:
+            text += "; errors " + "; ".join(
+                f"{', '.join(codes)}: {body}" for body, codes in failures.items()
+            )
+        return text + ".\n"
+
+    def _answer_body(self, code: str, answer: dict[str, Any]) -> str:
+        content = answer.get("content") or {}
+        if not content:
+            return "no body" if code == "204" else "not JSON"
+        return ", ".join(
+            _type_of(self.schemas.hoist(item.get("schema", {})), self.schemas.link)
+            if kind == "application/json"
+            else _code(kind)
+            for kind, item in content.items()
+        )
+
+
+def _errors_section(routes: list[Route]) -> str:
+    """What each error status means, once for every route that may answer it."""
+    seen: dict[tuple[str, str, str], None] = {}
+    for route in routes:
+        for error in route.errors():
+            seen.setdefault(error)
+    rows = [f"| `{code}` | {_cell(words)} | {body} |" for code, words, body in sorted(seen)]
+    return (
+        "## Errors\n\nThe error answers of the routes above, what each means and its body.\n\n"
+        "| status | when | body |\n|---|---|---|\n" + "\n".join(rows) + "\n"
+    )
+
+
+def schema_table(schema: dict[str, Any], link: Callable[[str], str]) -> str:
+    """An object schema's fields: name, type, whether required, default, rules and meaning;
+    empty for a schema that is not an object of named fields."""
+    properties = schema.get("properties")
+    if not properties:
+        return ""
+    required = set(schema.get("required", []))
+    rows = ["| field | type | required | rule and meaning |", "|---|---|---|---|"]
+    for name, field in properties.items():
+        words = [f"default {_code(_json(field['default']))}"] if "default" in field else []
+        words += _rules(field, link)
+        if field.get("description"):
+            words.append(_cell(field["description"]))
+        rows.append(
+            f"| `{name}` | {_type_of(field, link)} | {'yes' if name in required else 'no'} | "
+            f"{'; '.join(words)} |"
+        )
+    if schema.get("additionalProperties") is False:
+        rows.append("| (any other) | | | refused |")
+    return "\n".join(rows) + "\n"
+
+
+def _whole_value(schema: dict[str, Any], link: Callable[[str], str]) -> str:
+    """A schema that is not an object of fields (a string of a few values), in a sentence."""
+    text = "; ".join([_type_of(schema, link), *_rules(schema, link)])
+    return text[:1].upper() + text[1:] + ".\n"
+
+
+def _type_of(schema: dict[str, Any], link: Callable[[str], str]) -> str:
+    """A schema's type in words: ``integer or null``, ``list of [RunView](#…)``."""
+    if "$ref" in schema:
+        return link(schema["$ref"].rsplit("/", 1)[-1])
+    for keyword in ("anyOf", "oneOf", "allOf"):
+        if keyword in schema:
+            kinds = [_type_of(member, link) for member in schema[keyword]]
+            return " or ".join(dict.fromkeys(kinds))
+    kinds = schema.get("type")
+    if kinds is None:
+        return "any" if "enum" not in schema else "one of its values"
+    if isinstance(kinds, list):
+        return " or ".join(_kind(kind, schema, link) for kind in kinds)
+    return _kind(kinds, schema, link)
+
+
+def _kind(kind: str, schema: dict[str, Any], link: Callable[[str], str]) -> str:
+    if kind == "array" and isinstance(schema.get("items"), dict):
+        return f"list of {_grouped(_type_of(schema['items'], link))}"
+    if kind == "object" and isinstance(schema.get("additionalProperties"), dict):
+        return f"object (key → {_type_of(schema['additionalProperties'], link)})"
+    if kind == "string" and "format" in schema:
+        return f"string ({schema['format']})"
+    return kind
+
+
+def _grouped(kind: str) -> str:
+    """``list of (number or null)``, not the ``list of number or null`` that reads as two."""
+    return f"({kind})" if " or " in kind else kind
+
+
+def _rules(schema: dict[str, Any], link: Callable[[str], str]) -> list[str]:
+    """What a value must be beyond its type, in words, from the schema's keywords."""
+    words = []
+    if "enum" in schema:
+        words.append("one of " + ", ".join(_code(_json(value)) for value in schema["enum"]))
+    words += _range(schema, "minimum", "maximum", "")
+    if "exclusiveMinimum" in schema:
+        words.append(f"above {_number(schema['exclusiveMinimum'])}")
+    words += _range(schema, "minLength", "maxLength", " characters")
+    words += _range(schema, "minItems", "maxItems", " items")
+    words += _range(schema, "minProperties", "maxProperties", " keys")
+    if "pattern" in schema:
+        words.append(f"matches {_code(schema['pattern'])}")
+    if "contentMediaType" in schema:
+        words.append(f"a file ({_code(schema['contentMediaType'])})")
+    for keyword, label in (
+        ("items", "each item"),
+        ("additionalProperties", "each value"),
+        ("propertyNames", "each key"),
+    ):
+        if isinstance(schema.get(keyword), dict) and (inner := _rules(schema[keyword], link)):
+            words.append(f"{label}: {', '.join(inner)}")
+    for member in schema.get("anyOf", []) + schema.get("oneOf", []):
+        words += _rules(member, link)
+    if "properties" in schema:  # an object shown inline (a named one is a link)
+        words.append(
+            "keys: "
+            + "; ".join(
+                _inline_field(name, field, schema, link)
+                for name, field in schema["properties"].items()
+            )
+        )
+        if schema.get("additionalProperties") is False:
+            words.append("no other keys")
+    return words
+
+
+def _inline_field(
+    name: str, field: dict[str, Any], parent: dict[str, Any], link: Callable[[str], str]
+) -> str:
+    said = [_type_of(field, link)]
+    if name in parent.get("required", []):
+        said.append("required")
+    return f"`{name}` ({', '.join(said + _rules(field, link))})"
+
+
+def _range(schema: dict[str, Any], low_key: str, high_key: str, unit: str) -> list[str]:
+    low, high = schema.get(low_key), schema.get(high_key)
+    if unit and {low, high} <= {1, None}:  # "at most 1 item", not "1 items"
+        unit = unit.removesuffix("s")
+    if low is not None and high is not None:
+        return [f"{_number(low)} to {_number(high)}{unit}"]
+    if low is not None:
+        return [f"at least {_number(low)}{unit}"]
+    if high is not None:
+        return [f"at most {_number(high)}{unit}"]
+    return []
+
+
+def _number(value: float) -> str:
+    """A bound as written in the code (FastAPI's document makes ``4096`` ``4096.0``)."""
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _code(text: str) -> str:
+    """``text`` as a code span, whatever backticks it holds (pipes stay: a table's cell
+    ends at a pipe outside a code span only)."""
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    padding = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{padding}{text}{padding}{fence}"
 
 
 def settings_reference() -> str:
@@ -183,6 +519,167 @@ def _rule(field: Any) -> str:
     return _cell(", ".join(words))
 
 
+def metrics_json_reference() -> str:
+    """Every key of ``metrics.json``: the file's, then a chart's (an item of ``metas``)."""
+    from octotrain.metrics_meta import ChartMeta, MetricsMeta
+
+    return (
+        "The file is a JSON object:\n\n" + file_keys_table(MetricsMeta) + "\n"
+        f'<a id="{CHART_ANCHOR}"></a>Each chart of `metas` is a JSON object:\n\n'
+        + file_keys_table(ChartMeta)
+    )
+
+
+CHART_ANCHOR = "metrics-json-chart"
+
+
+def file_keys(model: type) -> Iterator[tuple[str, Any]]:
+    """The keys of ``metrics.json`` that ``model``'s fields are read from, with each field: those
+    whose metadata has a ``description`` (``octotrain.metrics_meta``)."""
+    import dataclasses
+
+    for field in dataclasses.fields(model):
+        if "description" in field.metadata:
+            yield field.metadata.get("key", field.name), field
+
+
+def file_key_default(field: Any) -> tuple[bool, Any]:
+    """Whether the file may leave the key out, and the value it is then taken to be: the
+    metadata's ``default``, else the field's own, unless the metadata says it is required."""
+    import dataclasses
+
+    if field.metadata.get("required"):
+        return False, None
+    if "default" in field.metadata:
+        return True, field.metadata["default"]
+    if field.default is not dataclasses.MISSING:
+        return True, field.default
+    if field.default_factory is not dataclasses.MISSING:
+        return True, field.default_factory()
+    return False, None
+
+
+def file_keys_table(model: type) -> str:
+    """A table of the keys ``model``'s fields are read from: type, whether required, the value
+    taken when left out, rule and meaning."""
+    import typing
+
+    hints = typing.get_type_hints(model)
+    rows = ["| key | type | required | default | rule and meaning |", "|---|---|---|---|---|"]
+    for key, field in file_keys(model):
+        optional, default = file_key_default(field)
+        shown = ("none" if default is None else _code(_json(default))) if optional else ""
+        rows.append(
+            f"| `{key}` | {_file_type(hints[field.name])} | {'no' if optional else 'yes'} | "
+            f"{shown} | {_cell(field.metadata['description'])} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+def _file_type(annotation: Any) -> str:
+    """A field's type as the file spells its value (a flag may be a JSON string too)."""
+    import types
+    import typing
+
+    from octotrain.metrics_meta import FLAGS, ChartMeta
+
+    origin, arguments = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_file_type(kind) for kind in arguments if kind is not type(None))
+    if origin is list:
+        return f"list of {_file_type(arguments[0])}"
+    if annotation is ChartMeta:
+        return f"[chart](#{CHART_ANCHOR})"
+    if annotation is bool:
+        spelled = [_code(_json(flag)) for flag in FLAGS if isinstance(flag, str)]
+        return "boolean, or " + " or ".join(spelled)
+    return {str: "string", float: "number", int: "integer"}.get(annotation, str(annotation))
+
+
+def metric_definitions_reference() -> str:
+    """Every field of a metric definition, as an algorithm document declares one."""
+    from octotrain.catalog.documents import AlgorithmDocument
+    from octotrain.metric_definitions import MetricDefinition
+
+    field = AlgorithmDocument.model_fields["metric_definitions"]
+    return (
+        f"An algorithm document's `metric_definitions`: {_cell(field.description or '')}. "
+        "Each is an object:\n\n" + schema_table(MetricDefinition.model_json_schema(), str)
+    )
+
+
+# The task whose DAG's Params are shown, and the catalog its algorithm and spec are from.
+EXAMPLE_TASK = "examples/tasks/incremental.yaml"
+EXAMPLE_CATALOG = "examples/demo/catalog.yaml"
+
+
+def dag_params_reference() -> str:
+    """Every Param of the example task's DAG, then how a secret's Param looks."""
+    from dags.run_params import secret_schema
+    from octotrain.secrets import MASK, SENSITIVE_WORDS
+
+    task, params = task_params(EXAMPLE_TASK)
+    rows = [
+        "| Param | type | default (this task) | rule | meaning | Trigger form |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, param in params.items():
+        schema = param.schema
+        rows.append(
+            f"| `{name}` | {_type_of(schema, str)} | {_code(_json(param.value))} | "
+            f"{'; '.join(_rules(schema, str))} | {_cell(param.description or '')} | "
+            f"{_cell(schema.get('title', ''))}, in {_cell(schema.get('section', ''))} |"
+        )
+    secret = secret_schema()
+    words = ", ".join(_code(word) for word in SENSITIVE_WORDS)
+    values = " and ".join(_code(_json(value)) for value in secret["enum"])
+    return (
+        f"The DAG of the task of `{EXAMPLE_TASK}` ({_code(task.name)}), with its algorithm and "
+        f"resource spec from `{EXAMPLE_CATALOG}`:\n\n" + "\n".join(rows) + "\n\n"
+        f"A parameter or variable whose name contains one of {words} is a secret: its Param's "
+        f"default is {_code(MASK)}, its only values {values}; {_cell(secret['description'])}.\n"
+    )
+
+
+def task_params(task_file: str) -> tuple[Any, dict[str, Any]]:
+    """The task of ``task_file`` (in the repository) and its DAG's Params, as the DAG factory
+    builds them (``dags.run_params.run_params``) from the catalog's rows: here rows made from
+    ``EXAMPLE_CATALOG``'s documents as the catalog makes them, never stored."""
+    import yaml
+
+    _private_airflow_home()
+    from dags.run_params import run_params
+    from octotrain.catalog.documents import (
+        AlgorithmDocument,
+        ProjectDocument,
+        ResourceSpecDocument,
+    )
+    from octotrain.catalog.models import Algorithm, Project, ResourceSpec, TrainingTask
+    from octotrain.settings import REPO_ROOT
+    from octotrain.task_spec import TaskSpec
+
+    catalog = yaml.safe_load((REPO_ROOT / EXAMPLE_CATALOG).read_text(encoding="utf-8"))
+    document = TaskSpec.model_validate(
+        yaml.safe_load((REPO_ROOT / task_file).read_text(encoding="utf-8"))
+    )
+    project = Project(**_columns(ProjectDocument, catalog["project"]))
+    spec_document = _named(catalog["resource_specs"], document.resource_spec)
+    spec = ResourceSpec(project=project, **_columns(ResourceSpecDocument, spec_document))
+    algorithm_document = _named(catalog["algorithms"], document.algorithm)
+    algorithm = Algorithm(project=project, **_columns(AlgorithmDocument, algorithm_document))
+    task = TrainingTask(project=project, name=document.name, spec=document.stored())
+    return task, run_params(task, task.document, algorithm, spec)
+
+
+def _columns(model: Any, document: dict[str, Any]) -> dict[str, Any]:
+    """A catalog document's column values, as the catalog stores a valid one."""
+    return model.model_validate(document).model_dump(mode="json", exclude_none=True)
+
+
+def _named(documents: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    return next(document for document in documents if document["name"] == name)
+
+
 def _text(text: str) -> str:
     """A command's help as Markdown: its paragraphs, typer's ``\\b`` marks left out."""
     return "\n".join(line for line in text.strip().splitlines() if line.strip() != "\b")
@@ -197,4 +694,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "cli": cli_reference,
     "rest-api": rest_api_reference,
     "settings": settings_reference,
+    "metrics-json": metrics_json_reference,
+    "metric-definitions": metric_definitions_reference,
+    "dag-params": dag_params_reference,
 }

@@ -32,6 +32,7 @@ from octotrain.documents import (
     TextValue,
 )
 from octotrain.metric_definitions import MetricDefinition, unique_charts
+from octotrain.metrics_meta import MAX_CHARTS
 from octotrain.mount_volumes import mount_volumes
 from octotrain.parameters import ParameterDeclaration
 from octotrain.task_spec import MAX_NODES
@@ -129,7 +130,10 @@ class AlgorithmDocument(Document):
     parameters: list[ParameterDeclaration] = Field(default_factory=list, max_length=256)
     env: dict[StrictStr, TextValue] = Field(default_factory=dict, max_length=256)
     sample_type: SampleType
-    metric_definitions: list[MetricDefinition] = Field(default_factory=list)
+    metric_definitions: list[MetricDefinition] = Field(
+        default_factory=list,
+        description=f"charts extracted from the train log: at most {MAX_CHARTS}, names unique",
+    )
 
     @field_validator("metric_definitions")
     @classmethod
