@@ -24,8 +24,8 @@ Sampled every half second from the catalog (node holds, admission claims, runs):
 - partial starts: a node training while its run is not admitted (admission on), or a run
   whose nodes' starts lie over ``PARTIAL_SECONDS`` apart (either phase: a node waited for its
   partners); goal 0 with admission;
-- deadlocks: samples in which runs wait while nothing is held and one of them would fit;
-  goal 0;
+- deadlocks: samples in which runs wait while nothing is held and one of them would fit, for
+  over ``DEADLOCK_SECONDS`` on end (the longest such gap is shown beside); goal 0;
 - cores used while runs wait, against what the waiting runs could use (the held cores plus
   those of the runs the rule would admit at once, at most the machine): goal >= 90 %; counted
   on the nodes actually training (their node holds), so start-up gaps count against it;
@@ -141,7 +141,8 @@ def show(phase: str, figures: Figures) -> None:
                              for name, share in sorted(shares.items()))  # fmt: skip
     print(f"admission {phase}: last run ended after {figures.wall_seconds:.0f} s; failed runs "
           f"{figures.failed}; partial starts {figures.partial} (widest spread of a run's node "
-          f"starts {figures.spread_max:.1f} s); deadlock samples {figures.deadlock_samples}; "
+          f"starts {figures.spread_max:.1f} s); deadlock samples {figures.deadlock_samples} "
+          f"(longest idle gap while a run would fit {figures.longest_idle:.0f} s); "
           f"cores training while runs waited: "
           f"{'-' if utilisation is None else f'{utilisation:.0%}'} of what they could use; "
           f"node-seconds under contention: {shown_shares or '-'}", flush=True)  # fmt: skip
@@ -260,10 +261,11 @@ def account(
     figures.partial += sum(
         1 for claim in waiting if training.get(claim.run_id)
     )  # a node training while its run waits for admission
-    if waiting:
+    if not waiting:
+        figures.note_idle(seconds, idle=False)
+    else:
         could = settle([as_claim(claim) for claim in open_claims], capacity).admit
-        if not held and not any(training.values()):
-            figures.deadlock_samples += bool(could)  # nothing held, and a run would fit
+        figures.note_idle(seconds, idle=not held and not any(training.values()) and bool(could))
         usable = sum(claim.cores for claim in held) + sum(c.demand.cores for c in could)
         figures.used += sum(training.values()) * seconds
         figures.usable += min(usable, capacity.cores) * seconds

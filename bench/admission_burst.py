@@ -19,6 +19,9 @@ from tests.live_airflow import HTTP_SECONDS, LiveAirflow
 
 # Nodes of one run starting further apart than this: one waited for the others.
 PARTIAL_SECONDS = 15.0
+# Idle while a waiting run would fit for longer than this: a deadlock, not the admitter's
+# reaction to a run's end.
+DEADLOCK_SECONDS = 10.0
 WEIGHTS = {"demo": 2.0, "team-b": 1.0}
 SHAPES = (1, 2, 4)  # nodes of a run
 PRIORITIES = (-10, 0, 10)
@@ -72,9 +75,18 @@ class Figures:
     partial: int = 0
     spread_max: float = 0.0
     deadlock_samples: int = 0
+    idle_seconds: float = 0.0  # nothing held or training while a waiting run would fit, so far
+    longest_idle: float = 0.0
     used: float = 0.0  # core-seconds training while runs waited
     usable: float = 0.0  # core-seconds the waiting runs could have used meanwhile
     contended: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+
+    def note_idle(self, seconds: float, *, idle: bool) -> None:
+        """A sample in which nothing is held or training while a waiting run would fit (``idle``)
+        or not: a gap while it lasts, a deadlock once it outlasts ``DEADLOCK_SECONDS``."""
+        self.idle_seconds = self.idle_seconds + seconds if idle else 0.0
+        self.longest_idle = max(self.longest_idle, self.idle_seconds)
+        self.deadlock_samples += self.idle_seconds > DEADLOCK_SECONDS
 
     def utilisation(self) -> float | None:
         return self.used / self.usable if self.usable else None

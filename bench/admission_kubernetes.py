@@ -14,8 +14,9 @@ Sampled every second from the cluster (pods and Workloads) and the catalog (runs
 
 - partial starts: a run some of whose training containers started while others had not (over
   ``PARTIAL_SECONDS`` apart, or never);
-- deadlocks (Kueue): samples in which Workloads wait, none holds quota, no pod trains, and one
-  of them would fit the node;
+- deadlocks (Kueue): Workloads wait, none holds quota, no pod trains, and one of them would fit
+  the node, for over ``DEADLOCK_SECONDS`` on end (shorter gaps are Kueue's reaction to a run's
+  end, reported apart as the longest idle gap);
 - cpu used while Workloads wait (the training pods' requests, as Kueue counts them) against
   what they could use (the quota held plus the waiting Workloads that fit what is left);
 - each project's share of the training pods' seconds while both have Workloads waiting;
@@ -134,7 +135,10 @@ def run_kubernetes_phase(phase: str, arguments: argparse.Namespace) -> Figures:
         figures.wall_seconds -= first
     if leaks:
         print(f"  left after the phase (killed): {leaks[:5]}", flush=True)
-    shutil.rmtree(root, ignore_errors=True)
+    if figures.failed:
+        print(f"  files kept in {root}", flush=True)
+    else:
+        shutil.rmtree(root, ignore_errors=True)
     return figures
 
 
@@ -222,7 +226,10 @@ def follow(
                 break
     ends = [as_utc(run.ended_at).timestamp() for run in runs if run.ended_at]
     figures.wall_seconds = max(ends, default=time.time())
-    figures.failed = sum(run.state.value != "success" for run in runs)
+    failed = [run for run in runs if run.state.value != "success"]
+    figures.failed = len(failed)
+    for run in failed:
+        print(f"  run {run.id} ({run.airflow_run_id}) {run.state.value}: {run.message}", flush=True)
     for run, started in starts.items():
         spread = max(started.values()) - min(started.values())
         figures.spread_max = max(figures.spread_max, spread)
@@ -243,6 +250,7 @@ def account(
     held = [w for w in live if has_condition(w, "QuotaReserved")]
     waiting = [w for w in live if not has_condition(w, "QuotaReserved")]
     if not waiting:
+        figures.note_idle(seconds, idle=False)
         return
     training = [pod for pod in pods if train_running(pod)]
     free = cores - sum(demand(w) for w in held)
@@ -251,8 +259,7 @@ def account(
         if demand(workload) <= free:
             could.append(workload)
             free -= demand(workload)
-    if not held and not training:
-        figures.deadlock_samples += bool(could)
+    figures.note_idle(seconds, idle=not held and not training and bool(could))
     figures.used += sum(pod_requests(pod).get("cpu", 0.0) for pod in training) * seconds
     usable = sum(demand(w) for w in held) + sum(demand(w) for w in could)
     figures.usable += min(usable, cores) * seconds
