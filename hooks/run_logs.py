@@ -1,7 +1,7 @@
 """The door to a run's log files: in the local run folder while the local launcher writes them
 there, else in the object store (synced live by a pod's sidecar, collected after the run).
 
-Only the files of the log contract (docs/concepts/environment-contract.md) of the run's own
+Only the files of the log contract (docs/concepts/logs-and-storage.md) of the run's own
 nodes are ever opened: a name is looked up among the files listed, never joined to a path, so
 no name can reach outside the run.
 """

@@ -18,6 +18,9 @@ from octotrain.storage import ObjectStore
 
 
 class LocalRunRestarts:
+    """The restarts of a run whose nodes run on this machine: one file per restart in the run
+    folder, which every node's task process shares (``<n>.json``, written whole)."""
+
     def __init__(self, run_dir: Path) -> None:
         self.folder = run_dir / "restarts"
 

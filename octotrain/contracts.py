@@ -1,5 +1,5 @@
 """The contracts of docs/concepts/environment-contract.md in code: node names, log file names
-and the training environment.
+(docs/concepts/logs-and-storage.md, made from ``NodeLogNames``) and the training environment.
 
 Everything that a training process, the agent, the launchers and the log pages must agree on is
 spelled here once, so that a rename cannot drift between them.
@@ -77,18 +77,26 @@ class NodeLogNames:
 
     @property
     def train(self) -> str:
+        """The training process's stdout and stderr, as it printed them."""
         return f"train-{self.task_id}-{self.node_index}.log"
 
     @property
     def init(self) -> str:
+        """Data preparation: what was staged, how much and how fast, or why it could not be;
+        the checkpoint restored and how the node was confined (memory, user)."""
         return f"train-{self.task_id}-{self.node_index}-init.log"
 
     @property
     def sidecar(self) -> str:
+        """Process control: the training's start, its pid, the signals it was sent, its exit
+        status; checkpoint syncs and hang reports."""
         return f"train-{self.task_id}-{self.node_index}-sidecar.log"
 
     @property
     def supplemental(self) -> str:
+        """Only on an abnormal end or a stop: line 1 says why (the run's message in the
+        catalog), line 2 when it was written; then the details, the failure class and what was
+        done about it, and the last lines of the train log, secret values masked."""
         return f"octopus-train-{self.task_id}-{self.node_index}-supplemental.logs"
 
     def always(self) -> list[str]:

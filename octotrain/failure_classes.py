@@ -83,7 +83,14 @@ class FailureClass(StrEnum):
         return self is FailureClass.LOST
 
     def in_words(self) -> str:
+        """What the node's supplemental log says of the class."""
         return _WORDS[self]
+
+    def causes(self) -> str:
+        """What ends a node with this class, on either launcher: the docs' table of failure
+        classes is made from it, so a class added here without its causes fails the docs'
+        build."""
+        return _CAUSES[self]
 
 
 _WORDS = {
@@ -98,6 +105,45 @@ _WORDS = {
     FailureClass.TIME_LIMIT: "a time limit stopped it (not retried)",
     FailureClass.HUNG: "stopped as hung (not retried: a hang is the training's own)",
     FailureClass.STOPPED: "stopped (not retried)",
+}
+
+# What ends a node with each class, as the pod's status or the local process's end shows it
+# (``pod_end_class``, ``local_end_class``).
+_CAUSES = {
+    FailureClass.PREEMPTED: (
+        "Kubernetes: the pod preempted for other work, by the scheduler for a pod of higher "
+        "priority or by its queue (Kueue evicts the whole run and admits it again later): its "
+        "`DisruptionTarget` condition's reason `PreemptionByScheduler`, or Kueue's "
+        "`TerminationTarget` with a reason starting `WorkloadEvicted`"
+    ),
+    FailureClass.LOST: (
+        "Kubernetes: the pod evicted (its `DisruptionTarget` condition, or reason `Evicted` or "
+        "`NodeLost`), deleted before its end could be read, its node lost, an image pull that "
+        "failed for the moment (a timeout, a refused connection, a 5xx), data preparation that "
+        "found the object store unreachable after its retries. Local: the node's process killed "
+        "by a signal from outside before its wrapper could report (a person, a shutdown). Both: "
+        "the training killed by SIGKILL that neither a stop nor a kill at its memory limit "
+        "explains (another program, a person, the machine's own out-of-memory killer)"
+    ),
+    FailureClass.TRAINING: "the training exited non-zero on its own",
+    FailureClass.OUT_OF_MEMORY: (
+        "the training killed at its memory limit (Kubernetes' `OOMKilled`; locally the memory "
+        "cgroup's `oom_kill` event, or an allocation that failed at `RLIMIT_AS`)"
+    ),
+    FailureClass.START: (
+        "its command or image cannot run, its data preparation failed (bad input), or its pod "
+        "never started (still `Pending`, as when it waited for resources past "
+        "`max_wait_seconds`)"
+    ),
+    FailureClass.TIME_LIMIT: (
+        "its `max_training_seconds` (its wrapper stops the training), or on Kubernetes the "
+        "pod's `activeDeadlineSeconds`, the backstop"
+    ),
+    FailureClass.HUNG: "its wrapper stopped it as hung (`hang_detection.stop_when_hung`)",
+    FailureClass.STOPPED: (
+        "a stop: by its user, by Airflow (a task instance marked failed, a timeout), or "
+        "because another node of the run failed"
+    ),
 }
 
 

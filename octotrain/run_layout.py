@@ -63,41 +63,58 @@ class RunObjects:
 
     @property
     def prefix(self) -> str:
+        """Everything of the run is under it, so a run's files are listed, and removed, by it."""
         return f"runs/{self.task_id}/{self.run_key}"
 
     @property
     def stage_plan(self) -> str:
+        """The stage plan the pods' init containers read (Kubernetes): what each node stages."""
         return f"{self.prefix}/stage.json"
 
     @property
     def logs(self) -> str:
+        """The product's log files of every node, where the log pages read them once the run's
+        folder is gone (and a pod's sidecar syncs them while it runs)."""
         return f"{self.prefix}/logs"
 
     def log(self, name: str) -> str:
+        """One log file of one node (``NodeLogNames``)."""
         return f"{self.logs}/{name}"
 
     def metrics(self, node_index: str) -> str:
+        """The node's ``METRICS``, as the Metrics page reads it."""
         return f"{self.prefix}/metrics/{node_index}"
 
     def resources(self, node_index: str) -> str:
+        """The node's resource samples (CPU, memory, GPU), for the run's resources page."""
         return f"{self.prefix}/resources/{node_index}.jsonl"
 
     def output(self, node_index: str) -> str:
+        """The node's ``OUTPUT`` as its pod's sidecar uploaded it (Kubernetes), where the
+        archive copies the model version from."""
         return f"{self.prefix}/output/{node_index}"
 
     def output_manifest(self, node_index: str) -> str:
+        """That upload's manifest (each file's size and checksum): what the archive merges,
+        so only files uploaded whole are archived."""
         return f"{self.prefix}/outputs/{node_index}.json"
 
     def exit_report(self, node_index: str) -> str:
+        """How the node's training ended, its wrapper's report (exit status, time limit, hang)."""
         return f"{self.prefix}/exits/{node_index}.json"
 
     def hang_report(self, node_index: str) -> str:
+        """While the node's training looks hung, its wrapper's report, emptied when it
+        advances again (``octotrain.hang_detection``)."""
         return f"{self.prefix}/exits/{node_index}.hang.json"
 
     def phase(self, node_index: str) -> str:
+        """The node's phase (waiting, staging, training, uploading, done), for the run's page
+        (``octotrain.node_progress``)."""
         return f"{self.prefix}/phases/{node_index}.json"
 
     def progress(self, node_index: str) -> str:
+        """Its training's progress samples, from which its estimate is made."""
         return f"{self.prefix}/progress/{node_index}.jsonl"
 
     def checkpoints(self, node_index: str) -> str:
@@ -109,10 +126,14 @@ class RunObjects:
         return f"{self.prefix}/checkpoints/{node_index}.json"
 
     def stop_record(self, node_index: str) -> str:
+        """Why the node was stopped (the first line of its supplemental log), kept apart: a
+        node that ended by itself before the abort flag went up was not stopped."""
         return f"{self.prefix}/stops/{node_index}.json"
 
     @property
     def abort_flag(self) -> str:
+        """The run's abort flag (Kubernetes), raised by a stop or a node's failure: every node
+        watches it, since a distributed run cannot go on without one of its members."""
         return f"{self.prefix}/ABORT.json"
 
 
@@ -124,17 +145,24 @@ class RunLayout:
 
     @property
     def run_dir(self) -> Path:
+        """The run folder: everything of the run on the machine that runs its nodes."""
         return self.runs_dir / str(self.task_id) / self.run_key
 
     @property
     def logs_dir(self) -> Path:
+        """The product's log files of every node, written while the run runs."""
         return self.run_dir / "logs"
 
     @property
     def outcomes_dir(self) -> Path:
+        """How each node ended (``<node index>.json``), written when it ends (by its launch, or
+        by ``stage_data`` when no node could start): ``collect_logs`` reads it after the node's
+        task process is gone."""
         return self.run_dir / "outcomes"
 
     def node_folders(self, node_index: str) -> NodeFolders:
+        """The node's contract folders (``MODEL``, ``DATASET`` …), one set per node so that
+        nodes on one machine never share an ``OUTPUT``."""
         return NodeFolders.under(self.run_dir / "nodes" / node_index)
 
     def resources_path(self, node_index: str) -> Path:
@@ -157,6 +185,7 @@ class RunLayout:
         return NodeLogNames(task_id=self.task_id, node_index=node_index)
 
     def log_path(self, name: str) -> Path:
+        """One log file of one node (``NodeLogNames``)."""
         return self.logs_dir / name
 
     def cache_holder(self, node_index: str) -> str:

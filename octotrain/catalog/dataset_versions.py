@@ -37,6 +37,8 @@ class PublishedVersion:
 
 
 def dataset_version_prefix(project: str, dataset: str, version: str) -> str:
+    """Where a dataset version's files are, uploaded once when it is imported: one prefix per
+    version, so what a run staged into ``DATASET`` stays what the version names."""
     return f"datasets/{project}/{dataset}/{version}"
 
 
