@@ -5,6 +5,7 @@ parts made by it. Both once per test session: the REST API's part builds the plu
 from __future__ import annotations
 
 import importlib.util
+import sys
 from collections.abc import Callable
 from functools import cache
 from types import ModuleType
@@ -13,8 +14,13 @@ import pytest
 
 from octotrain.settings import REPO_ROOT
 
-HOOK_FILE = REPO_ROOT / "docs" / "hooks" / "generated_reference.py"
+HOOKS_DIR = REPO_ROOT / "docs" / "hooks"
+HOOK_FILE = HOOKS_DIR / "generated_reference.py"
 REFERENCE = REPO_ROOT / "docs" / "reference"
+
+# The generators' package beside the hook (reference_parts), importable by name as the hook
+# makes it for itself: the tests here import its modules before any of them loads the hook.
+sys.path.insert(0, str(HOOKS_DIR))
 
 
 @pytest.fixture(scope="session")

@@ -16,6 +16,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from reference_parts.import_contracts import import_bans
+from reference_parts.run_files import documented_members
 
 from octotrain.contracts import LOG_KINDS, NodeFolders, NodeLogNames
 from octotrain.failure_classes import FailureClass
@@ -143,9 +145,7 @@ def test_every_import_contract_is_shown_for_each_folder_it_binds(
     assert "`airflow`" in octotrain_row.split("|")[3]
 
 
-def test_a_member_without_a_docstring_or_a_contract_of_an_unknown_kind_fails_the_build(
-    reference_hook: ModuleType,
-) -> None:
+def test_a_member_without_a_docstring_or_a_contract_of_an_unknown_kind_fails_the_build() -> None:
     @dataclasses.dataclass(frozen=True)
     class Undocumented:
         task_id: int
@@ -155,6 +155,6 @@ def test_a_member_without_a_docstring_or_a_contract_of_an_unknown_kind_fails_the
             return f"runs/{self.task_id}"
 
     with pytest.raises(ValueError, match=r"Undocumented.somewhere has no docstring"):
-        list(reference_hook.documented_members(Undocumented, "str"))
+        list(documented_members(Undocumented, "str"))
     with pytest.raises(ValueError, match="import contracts of type 'independence'"):
-        reference_hook.import_bans([{"type": "independence", "name": "x", "modules": []}])
+        import_bans([{"type": "independence", "name": "x", "modules": []}])

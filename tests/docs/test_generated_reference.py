@@ -11,6 +11,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from reference_parts.rest_api import openapi_document
 
 from octotrain.settings import REPO_ROOT
 
@@ -95,9 +96,9 @@ def _routes(page: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def openapi(reference_hook: ModuleType) -> dict[str, Any]:
+def openapi() -> dict[str, Any]:
     """The OpenAPI document the plugin serves, as the hook reads it."""
-    return reference_hook.openapi_document()
+    return openapi_document()
 
 
 def test_every_route_has_a_reference_entry(openapi: dict[str, Any], reference_page: Page) -> None:

@@ -11,11 +11,11 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 import yaml
+from reference_parts.metrics import file_key_default, file_keys
 
 from octotrain.catalog.documents import AlgorithmDocument
 from octotrain.documents import parse_document
@@ -53,18 +53,13 @@ def page(reference_page: Page) -> str:
     return reference_page("metrics-format.md")
 
 
-def test_every_key_of_the_file_and_of_a_chart_is_described(
-    page: str, reference_hook: ModuleType
-) -> None:
+def test_every_key_of_the_file_and_of_a_chart_is_described(page: str) -> None:
     rows = _rows(_section(page, "metrics.json"))
     chart_fields = dataclasses.fields(ChartMeta)
     assert [field.name for field in chart_fields if "description" not in field.metadata] == []
-    keys = [key for key, _ in reference_hook.file_keys(MetricsMeta)]
+    keys = [key for key, _ in file_keys(MetricsMeta)]
     assert keys == ["id", "metas"]
-    for key, field in [
-        *reference_hook.file_keys(MetricsMeta),
-        *reference_hook.file_keys(ChartMeta),
-    ]:
+    for key, field in [*file_keys(MetricsMeta), *file_keys(ChartMeta)]:
         assert key in rows, f"{key} is not in the reference"
         assert " ".join(field.metadata["description"].split()) in rows[key]
 
@@ -90,14 +85,14 @@ def _without(document: dict[str, Any], key: str, *, in_chart: bool) -> MetricsMe
 
 @pytest.mark.parametrize("model", [MetricsMeta, ChartMeta])
 def test_what_the_reference_says_of_a_left_out_key_is_what_the_reader_does(
-    page: str, reference_hook: ModuleType, model: type
+    page: str, model: type
 ) -> None:
     """Required: leaving it out is a problem at its place; optional: it is then taken to be
     the default the reference shows."""
     document = _example_file(page)
     in_chart = model is ChartMeta
-    for key, field in reference_hook.file_keys(model):
-        optional, default = reference_hook.file_key_default(field)
+    for key, field in file_keys(model):
+        optional, default = file_key_default(field)
         read = _without(document, key, in_chart=in_chart)
         problems = [problem.field for problem in read.problems]
         if not optional:

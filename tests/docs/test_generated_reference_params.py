@@ -8,9 +8,9 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from reference_parts.dag_params import EXAMPLE_TASK, task_params
 
 from dags.factory import build_all_dags
 from dags.run_params import secret_schema
@@ -34,11 +34,9 @@ def _rows(page: str) -> dict[str, list[str]]:
     return rows
 
 
-def test_every_param_of_the_example_task_is_in_the_table(
-    reference_hook: ModuleType, reference_page: Page
-) -> None:
+def test_every_param_of_the_example_task_is_in_the_table(reference_page: Page) -> None:
     rows = _rows(reference_page("dag-params.md"))
-    _, params = reference_hook.task_params(reference_hook.EXAMPLE_TASK)
+    _, params = task_params(EXAMPLE_TASK)
     assert list(rows) == list(params)
     for name, param in params.items():
         kind, default, _rule, meaning, field = rows[name]
@@ -48,9 +46,9 @@ def test_every_param_of_the_example_task_is_in_the_table(
         assert "null" in kind, f"{name}: null means 'as saved' and must be allowed"
 
 
-def test_the_example_shows_every_setting_a_run_may_change(reference_hook: ModuleType) -> None:
+def test_the_example_shows_every_setting_a_run_may_change() -> None:
     """A run setting the example task does not have would be missing from the page."""
-    _, params = reference_hook.task_params(reference_hook.EXAMPLE_TASK)
+    _, params = task_params(EXAMPLE_TASK)
     assert sorted(set(RUN_SETTING_NAMES) - set(params)) == []
 
 
@@ -63,7 +61,6 @@ def test_a_secret_s_param_is_described(reference_page: Page) -> None:
 
 @pytest.mark.parametrize("catalog_url", ["sqlite"], indirect=True)
 def test_the_hook_makes_the_params_the_dag_factory_makes(
-    reference_hook: ModuleType,
     catalog: CatalogHook,
     store: LocalFolderStore,
     octotrain_env: Path,
@@ -72,7 +69,7 @@ def test_the_hook_makes_the_params_the_dag_factory_makes(
     storing them: the Params must be those of the DAG of the same task in a real catalog."""
     demo = seed(catalog, store)
     built = build_all_dags(catalog.url)[dag_id_for(demo.task_id)].params
-    _, made = reference_hook.task_params("examples/demo/task.yaml")
+    _, made = task_params("examples/demo/task.yaml")
     assert list(made) == list(built)
     for name, param in made.items():
         real = built.get_param(name)
