@@ -6,7 +6,7 @@ the dark theme, with the browser of the tests (Debian's chromium through Playwri
 
 Writes ``docs/images/<picture>-light.png`` and ``-dark.png``: the console's task list
 (``console-tasks``), and the demo's last successful run in Airflow's grid with its Metrics tab
-(``airflow-run-metrics``) and its Resources tab (``airflow-run-resources``). Signs in as the
+(``airflow-run-metrics``) and its Logs tab (``airflow-run-logs``). Signs in as the
 embedded default's admin, whose password ``make run`` keeps in ``state/airflow/``. Taken by hand
 when the pages change (a picture is not a test: the browser tests check the pages).
 """
@@ -47,8 +47,8 @@ def main() -> None:
                   f"console-tasks-{scheme}")  # fmt: skip
             shoot(page, f"{run_page}/octotrain-metrics", "Metrics", "canvas",
                   f"airflow-run-metrics-{scheme}")  # fmt: skip
-            shoot(page, f"{run_page}/octotrain-resources", "Resources", "canvas",
-                  f"airflow-run-resources-{scheme}")  # fmt: skip
+            shoot(page, f"{run_page}/octotrain-logs", "Logs", "#log-list a",
+                  f"airflow-run-logs-{scheme}")  # fmt: skip
             context.close()
 
 
