@@ -46,7 +46,6 @@ import signal
 import sys
 import tempfile
 import time
-import uuid
 from collections import defaultdict
 from contextlib import ExitStack
 from pathlib import Path
@@ -57,19 +56,16 @@ from sqlalchemy import select
 from bench.admission_burst import (
     MASTER_PORT,
     PARTIAL_SECONDS,
-    TRAINING,
     WEIGHTS,
     Figures,
-    burst_tasks,
+    burst_airflow,
     trigger_burst,
 )
 from bench.admission_kubernetes import KUBERNETES_PHASES, run_kubernetes_phase
-from bench.load import ENDED, Marks, fresh_database, sweep
-from bench.scale_kubernetes import COMPONENTS
-from hooks.catalog import CatalogHook
+from bench.load import ENDED, fresh_database
 from octotrain.admission import Capacity, Claim, Demand, ProjectQuota, settle
 from octotrain.catalog.models import AdmissionClaim, NodeHold, Run, as_utc
-from tests.live_airflow import LiveAirflow, demo_airflow
+from tests.live_airflow import LiveAirflow
 
 SAMPLE_SECONDS = 0.5
 
@@ -150,7 +146,6 @@ def show(phase: str, figures: Figures) -> None:
 
 def run_phase(phase: str, arguments: argparse.Namespace) -> Figures:
     root = Path(tempfile.mkdtemp(prefix=f"octotrain-bench-admission-{phase}-"))
-    marker = f"octotrain-bench-admission-{uuid.uuid4().hex[:8]}"
     quotas = root / "quotas.toml"
     quotas.write_text("".join(f'[projects.{name}]\nweight = {weight}\n\n'
                               for name, weight in WEIGHTS.items()))  # fmt: skip
@@ -172,22 +167,9 @@ def run_phase(phase: str, arguments: argparse.Namespace) -> Figures:
             "AIRFLOW__CORE__PARALLELISM": str(arguments.slots),
             "AIRFLOW__CORE__MAX_ACTIVE_RUNS_PER_DAG": str(arguments.runs),
         }
-        training = TRAINING.format(marker=marker, seconds=arguments.seconds, port=MASTER_PORT,
-                                   timeout=arguments.rendezvous_timeout)  # fmt: skip
-
-        def prepare(catalog: CatalogHook, store: object, _demo: object) -> list[int]:
-            return burst_tasks(catalog, store, training)
-
-        marks = Marks(marker)
-        stack.callback(sweep, marks, leaks)
-        server, task_ids = stack.enter_context(
-            demo_airflow(root, settings, prepare, metadata_url=metadata_url, components=COMPONENTS)
-        )
-        marks.add_children()
-        assert task_ids is not None
-        catalog = sqlalchemy.create_engine(catalog_url)
-        stack.callback(catalog.dispose)
-        return burst(server, catalog, task_ids, capacity, arguments)
+        started = burst_airflow(stack, root, settings, arguments, port=MASTER_PORT,
+                                metadata_url=metadata_url, leaks=leaks)  # fmt: skip
+        return burst(started.server, started.catalog, started.task_ids, capacity, arguments)
 
 
 def burst(

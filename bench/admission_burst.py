@@ -4,18 +4,23 @@ how it is triggered) and the figures a phase adds up to. The local phases are in
 
 from __future__ import annotations
 
+import argparse
+import uuid
 from collections import defaultdict
+from contextlib import ExitStack
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httpx
+import sqlalchemy
 
-from bench.load import trigger_all
-from bench.scale_kubernetes import healthy
+from bench.load import Marks, sweep, trigger_all
+from bench.scale_kubernetes import COMPONENTS, healthy
 from hooks.catalog import CatalogHook
 from octotrain.catalog.named_objects import Algorithms, ModelRepositories, ResourceSpecs
 from octotrain.catalog.projects import Projects
 from tests.factories import ADMIN, add_task
-from tests.live_airflow import HTTP_SECONDS, LiveAirflow
+from tests.live_airflow import HTTP_SECONDS, LiveAirflow, demo_airflow
 
 # Nodes of one run starting further apart than this: one waited for the others.
 PARTIAL_SECONDS = 15.0
@@ -134,3 +139,48 @@ def trigger_burst(server: LiveAirflow, task_ids: list[int], runs: int) -> tuple[
     with http:
         first, _took, run_ids = trigger_all(runs, trigger)
     return first, run_ids
+
+
+@dataclass(frozen=True)
+class BurstAirflow:
+    """A phase's Airflow with the burst's tasks, and its catalog's database."""
+
+    server: LiveAirflow
+    task_ids: list[int]
+    catalog: sqlalchemy.Engine
+
+
+def burst_airflow(
+    stack: ExitStack,
+    root: Path,
+    settings: dict[str, str],
+    arguments: argparse.Namespace,
+    *,
+    port: str,
+    metadata_url: str,
+    leaks: list[str],
+    foreign_children: bool = False,
+) -> BurstAirflow:
+    """A real Airflow on ``stack`` over the demo catalog with the burst's tasks (their nodes
+    meeting on ``port``); every process of the phase is swept into ``leaks`` once it is stopped
+    (``foreign_children``: this process's children so far, a control plane, are not the
+    phase's)."""
+    marker = f"octotrain-bench-admission-{uuid.uuid4().hex[:8]}"
+    training = TRAINING.format(marker=marker, seconds=arguments.seconds, port=port,
+                               timeout=arguments.rendezvous_timeout)  # fmt: skip
+
+    def prepare(catalog: CatalogHook, store: object, _demo: object) -> list[int]:
+        return burst_tasks(catalog, store, training)
+
+    marks = Marks(marker)
+    if foreign_children:
+        marks.add_foreign_children()
+    stack.callback(sweep, marks, leaks)
+    server, task_ids = stack.enter_context(
+        demo_airflow(root, settings, prepare, metadata_url=metadata_url, components=COMPONENTS)
+    )
+    marks.add_children()
+    assert task_ids is not None
+    catalog = sqlalchemy.create_engine(settings["OCTOTRAIN_CATALOG_URL"])
+    stack.callback(catalog.dispose)
+    return BurstAirflow(server, task_ids, catalog)

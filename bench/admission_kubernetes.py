@@ -31,7 +31,6 @@ import json
 import shutil
 import tempfile
 import time
-import uuid
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -46,28 +45,24 @@ from bench.admission_burst import (
     PARTIAL_SECONDS,
     PRIORITIES,
     SHAPES,
-    TRAINING,
     WEIGHTS,
     Figures,
-    burst_tasks,
+    burst_airflow,
     trigger_burst,
 )
-from bench.load import ENDED, Marks, fresh_database, sweep
+from bench.load import ENDED, fresh_database
 from bench.scale_kubernetes import (
-    COMPONENTS,
     KUBERNETES_TOML,
     NAMESPACE,
     BenchCluster,
     on_control_plane,
 )
-from hooks.catalog import CatalogHook
 from hooks.kueue_quota import pod_requests
 from octotrain.catalog.models import Run, as_utc
 from octotrain.pods import LABEL_RUN, LABEL_TASK, TRAIN_CONTAINER
 from tests.config.rbac import KUEUE_RBAC_FILE, apply_shipped
 from tests.k8s_control_plane import create
 from tests.k8s_kueue import kueue
-from tests.live_airflow import demo_airflow
 
 KUBERNETES_PHASES = ("kueue", "k8s-off")
 SAMPLE_SECONDS = 1.0
@@ -86,7 +81,6 @@ FAIR_SHARING = {"fairSharing": {"preemptionStrategies": [
 def run_kubernetes_phase(phase: str, arguments: argparse.Namespace) -> Figures:
     """One Kubernetes phase of the burst, from a fresh control plane to its figures."""
     root = Path(tempfile.mkdtemp(prefix=f"octotrain-bench-admission-{phase}-"))
-    marker = f"octotrain-bench-admission-{uuid.uuid4().hex[:8]}"
     leaks: list[str] = []
     with ExitStack() as stack:
         cluster = stack.enter_context(
@@ -113,25 +107,13 @@ def run_kubernetes_phase(phase: str, arguments: argparse.Namespace) -> Figures:
             "AIRFLOW__CORE__PARALLELISM": str(arguments.slots),
             "AIRFLOW__CORE__MAX_ACTIVE_RUNS_PER_DAG": str(arguments.runs),
         }
-        training = TRAINING.format(marker=marker, seconds=arguments.seconds, port=RUN_PORT,
-                                   timeout=arguments.rendezvous_timeout)  # fmt: skip
-
-        def prepare(catalog: CatalogHook, store: object, _demo: object) -> list[int]:
-            return burst_tasks(catalog, store, training)
-
-        marks = Marks(marker)
-        marks.add_foreign_children()  # the control plane and Kueue
-        stack.callback(sweep, marks, leaks)
-        server, task_ids = stack.enter_context(
-            demo_airflow(root, settings, prepare, metadata_url=metadata_url, components=COMPONENTS)
-        )
-        marks.add_children()
-        assert task_ids is not None
-        catalog = sqlalchemy.create_engine(catalog_url)
-        stack.callback(catalog.dispose)
-        first, run_ids = trigger_burst(server, task_ids, arguments.runs)
+        started = burst_airflow(stack, root, settings, arguments, port=RUN_PORT,
+                                metadata_url=metadata_url, leaks=leaks,
+                                foreign_children=True)  # fmt: skip
+        task_ids = started.task_ids
+        first, run_ids = trigger_burst(started.server, task_ids, arguments.runs)
         shapes = dict(zip(task_ids, itertools.product(WEIGHTS, SHAPES, PRIORITIES), strict=True))
-        figures = follow(cluster, catalog, set(run_ids), shapes, arguments, queued=queued)
+        figures = follow(cluster, started.catalog, set(run_ids), shapes, arguments, queued=queued)
         figures.wall_seconds -= first
     if leaks:
         print(f"  left after the phase (killed): {leaks[:5]}", flush=True)

@@ -295,15 +295,7 @@ def test_a_run_larger_than_its_cluster_queue_is_refused_before_anything_is_made(
     assert cluster.api.list_namespaced_service(NAMESPACE, label_selector=selector).items == []
     policies = NetworkingV1Api(cluster.api.api_client).list_namespaced_network_policy
     assert policies(NAMESPACE, label_selector=selector).items == []
-    account = worker_account()
-    reads = [
-        event
-        for event in cluster.plane.audited(
-            f"system:serviceaccount:{account['namespace']}:{account['name']}"
-        )
-        if (event.get("objectRef") or {}).get("resource") == "clusterqueues"
-    ]
-    assert reads and all(e["verb"] == "get" for e in reads)  # what rbac-kueue.yaml grants
+    assert _worker_reads(cluster, "clusterqueues") == {"get"}  # what rbac-kueue.yaml grants
 
 
 def test_without_reading_its_cluster_queue_kueue_s_own_verdict_fails_the_run_at_launch(
@@ -366,15 +358,17 @@ def test_a_project_whose_queue_does_not_exist_is_refused_before_anything_is_made
     ), refused.stderr[-3000:]
     run = _plan(plan)
     assert not cluster.store.list(f"runs/{run['task_id']}/{run['run_key']}/")
+    assert _worker_reads(cluster, "localqueues") == {"get"}  # what rbac-kueue.yaml grants
+
+
+def _worker_reads(cluster: Cluster, resource: str) -> set[str]:
+    """The verbs the worker's service account used on ``resource``, by the API server's audit
+    log."""
+    assert cluster.plane is not None
     account = worker_account()
-    reads = [
-        event
-        for event in cluster.plane.audited(
-            f"system:serviceaccount:{account['namespace']}:{account['name']}"
-        )
-        if (event.get("objectRef") or {}).get("resource") == "localqueues"
-    ]
-    assert reads and all(e["verb"] == "get" for e in reads)  # what rbac-kueue.yaml grants
+    user = f"system:serviceaccount:{account['namespace']}:{account['name']}"
+    return {event["verb"] for event in cluster.plane.audited(user)
+            if (event.get("objectRef") or {}).get("resource") == resource}  # fmt: skip
 
 
 def _plan(path: Path) -> dict[str, Any]:
