@@ -370,12 +370,21 @@ def register_node(
         assert patched.status_code == 200, patched.text
         leased = api.post(f"{LEASES}", json=lease)
         assert leased.status_code in (201, 409), leased.text
-        # The node lifecycle controller taints a new node not-ready until it has seen it Ready.
-        deadline = time.monotonic() + START_SECONDS
-        while taints := api.get(f"/api/v1/nodes/{name}").json()["spec"].get("taints"):
-            if time.monotonic() > deadline:
-                raise ControlPlaneFailed(f"node {name} kept its taints: {taints}")
-            time.sleep(0.1)
+    # The node lifecycle controller taints a new node not-ready until it has seen it Ready.
+    wait_untainted(plane, [name])
+
+
+def wait_untainted(plane: ControlPlane, names: list[str]) -> None:
+    """Until no node of ``names`` carries a taint: the node lifecycle controller taints a node
+    not-ready until it has seen it Ready, and again when its Lease went stale (say, while the
+    apiserver was down), until the next heartbeat."""
+    deadline = time.monotonic() + START_SECONDS
+    with plane.client() as api:
+        for name in names:
+            while taints := api.get(f"/api/v1/nodes/{name}").json()["spec"].get("taints"):
+                if time.monotonic() > deadline:
+                    raise ControlPlaneFailed(f"node {name} kept its taints: {taints}")
+                time.sleep(0.1)
 
 
 def renew_lease(api: httpx.Client, name: str) -> None:
