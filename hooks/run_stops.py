@@ -4,23 +4,30 @@ node then stops within a few seconds (its process or its pod, with the grace per
 yet started do not start, ``collect_logs`` keeps every log and writes the supplemental logs
 ("stopped by <user>"), and the run ends ``stopped``.
 
-In Airflow the stopped nodes' launch tasks end skipped, not failed, so the DAG run is not
-counted as a failure; what says it was stopped there is the note the caller puts on it
-(``RunStop.note``): the plugin in-process (``hooks.dag_runs.add_run_note``), the command line
-through Airflow's REST API.
+Airflow 3 has no stopped state for a DAG run: the stopped nodes' launch tasks end failed,
+saying who stopped them, so the DAG run ends failed rather than a green success, and the note
+the caller puts on it says it was stopped, by whom and when (``RunStop.note``): the plugin
+in-process (``hooks.dag_runs.add_run_note``), the command line through Airflow's REST API.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from hooks.catalog import default_catalog
 from hooks.launchers import configured_launcher
+from hooks.run_progress import progress_of
 from octotrain.abort_flags import AbortFlag, stop_note
-from octotrain.catalog.models import Run
+from octotrain.catalog.models import Run, RunState
 from octotrain.planning import run_key
 from octotrain.run_layout import RunLayout
+from octotrain.run_lifecycle import end_run
 from octotrain.settings import get_settings
+from octotrain.storage import ObjectStore
+from octotrain.supplemental_log import run_message
 
 
 @dataclass(frozen=True)
@@ -38,9 +45,31 @@ def request_stop(run: Run, *, by: str) -> RunStop:
     layout = RunLayout(get_settings().runs_dir, run.task_id, run_key(run.airflow_run_id))
     marker = configured_launcher().abort_marker(layout)
     earlier = marker.flag()
-    requested = AbortFlag.stopped_by(by)
+    now = datetime.now(UTC)
+    requested = AbortFlag.stopped_by(by, at=now)
     marker.raise_flag(requested)
     flag = marker.flag()
     assert flag is not None
     holds = earlier is None and flag == requested
-    return RunStop(flag, stop_note(user=by, at=datetime.now(UTC)) if holds else None)
+    return RunStop(flag, stop_note(user=by, at=now) if holds else None)
+
+
+def end_unsuccessful_run(
+    *,
+    run_id: int,
+    reasons: Mapping[str, str],
+    flag: AbortFlag | None,
+    store: ObjectStore | None = None,
+) -> None:
+    """Record the end of a run whose nodes did not all succeed (``reasons``: each such node's
+    first line): ``stopped`` when its abort flag was a stop, ``failed`` otherwise. A user's stop
+    reads as one (who, when, how far the training had got: ``AbortFlag.stop_summary``), not as
+    the nodes it stopped; any other end names the node that ended the run, and the others."""
+    with default_catalog().session() as session:
+        run = session.get(Run, run_id)
+        if flag is not None and flag.by_user and run is not None:
+            message = flag.stop_summary(progress_of(run, now=time.time(), store=store))
+        else:
+            message = run_message(reasons, culprit=flag.node if flag else None)
+        state = RunState.STOPPED if flag is not None and flag.stopped else RunState.FAILED
+        end_run(session, run_id=run_id, state=state, reason=message)

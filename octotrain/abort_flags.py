@@ -6,8 +6,10 @@ Octotrain, or by Airflow stopping a task instance), in which case the run ends `
 rather than ``failed``. Each launcher keeps it where its nodes and Airflow tasks can all see
 it: a file in the run folder (local), an object in the store (Kubernetes).
 
-A user's stop is not a failure in Airflow either: the nodes it stops end their launch tasks
-skipped, and the run's DAG run gets a note saying who stopped it (``stop_note``).
+Airflow 3 knows no stopped state: the nodes a user's stop ends fail their launch tasks, saying
+who stopped them, so that the DAG run ends failed (not a green success), and the DAG run gets a
+note saying who stopped it and when (``stop_note``). The catalog's message says it in a line
+(``AbortFlag.stop_summary``): "Stopped by alice at 2026-12-06 09:08:43 after 39 of 100 steps".
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+
+from octotrain.node_progress import RunProgress
 
 # Why a node stops when Airflow stops its task instance (marked failed, timed out).
 STOPPED_BY_AIRFLOW = "was stopped by Airflow (its task instance was stopped or timed out)"
@@ -27,14 +31,17 @@ class AbortFlag:
     reason: str
     node: str = ""  # the node whose failure ended the run; "" when the run was stopped whole
     stopped: bool = False  # a stop, not a failure: the run ends `stopped`
+    at: str = ""  # when a user asked for the stop (ISO 8601, UTC); "" for any other flag
 
     @classmethod
     def node_failed(cls, node_index: str, reason: str) -> AbortFlag:
         return cls(reason=reason[:500], node=node_index)
 
     @classmethod
-    def stopped_by(cls, user: str) -> AbortFlag:
-        return cls(reason=f"stopped by {user}", stopped=True)
+    def stopped_by(cls, user: str, *, at: datetime | None = None) -> AbortFlag:
+        """``user``'s stop, asked for ``at`` (now when not given)."""
+        asked = (at or datetime.now(UTC)).astimezone(UTC)
+        return cls(reason=f"stopped by {user}", stopped=True, at=asked.isoformat())
 
     @classmethod
     def stopped_by_airflow(cls, node_index: str) -> AbortFlag:
@@ -60,10 +67,26 @@ class AbortFlag:
 
     @property
     def by_user(self) -> bool:
-        """A user's stop through Octotrain: what it stops is skipped, not failed, in Airflow.
-        Airflow stopping a task instance (``stopped_by_airflow``, which names that node) stays
-        a failure there, as Airflow itself made it one."""
+        """A user's stop through Octotrain (not Airflow stopping a task instance, which
+        names that node)."""
         return self.stopped and not self.node
+
+    def stop_summary(self, progress: RunProgress | None) -> str:
+        """The run's message for a user's stop, in a line: who, when, and how far its least
+        advanced node had got ("after 39 of 100 steps"), as far as those are known."""
+        said = self.reason[:1].upper() + self.reason[1:]
+        if self.at:
+            said += f" at {datetime.fromisoformat(self.at):%Y-%m-%d %H:%M:%S}"
+        trained = [
+            node for node in (progress.nodes if progress else []) if node.current is not None
+        ]
+        if trained:
+            behind = min(trained, key=lambda node: node.current or 0.0)
+            total = f" of {_number_text(behind.total)}" if behind.total else ""
+            said += f" after {_number_text(behind.current)}{total} steps"
+        elif progress is not None:
+            said += " before its training reported any progress"
+        return said
 
     def concerns_other_than(self, node_index: str) -> bool:
         """Whether ``node_index`` is stopped by this flag (rather than having raised it by
@@ -82,21 +105,30 @@ class AbortFlag:
                 reason=str(document["reason"]),
                 node=str(document.get("node", "")),
                 stopped=bool(document.get("stopped", False)),
+                at=str(document.get("at", "")),
             )
         except (ValueError, KeyError, TypeError):
             return cls(reason="the run is being stopped (its abort flag is unreadable)")
 
 
 def stop_note(*, user: str, at: datetime) -> str:
-    """The note a user's stop leaves on the run's DAG run in Airflow. Airflow knows no stopped
-    state: the run ends ``success`` there, its launch tasks and ``archive_model`` skipped, so
-    the note says that it was stopped, by whom and when, and what became of it."""
+    """The note a user's stop leaves on the run's DAG run in Airflow (which renders it as
+    Markdown). Airflow 3 knows no stopped state, and a stop shown as a green success would
+    hide it: the run ends ``failed`` there, its launch tasks failed saying who stopped them and
+    ``archive_model`` upstream-failed, so the note says it was a stop, by whom and when."""
     return (
-        f"**Stopped by {user}** at {at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC, through "
-        "Octotrain: every node was stopped (launch skipped) and its logs kept (collect_logs); "
-        "no model version was archived (archive_model skipped). Octotrain shows this run as "
-        "stopped."
+        f"**Stopped by {user}** at {at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC through "
+        "Octotrain. Airflow has no stopped state, so this run shows as failed: its nodes' launch "
+        "tasks were stopped (their logs kept by collect_logs) and no model version was "
+        "archived. Octotrain shows it as stopped."
     )
+
+
+def _number_text(value: float | None) -> str:
+    """A progress count as a person writes it: 39, not 39.0."""
+    if value is None:
+        return "?"
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def appended_note(earlier: str | None, note: str) -> str:

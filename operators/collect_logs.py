@@ -13,16 +13,14 @@ from __future__ import annotations
 
 from airflow.sdk import Context
 
-from hooks.catalog import default_catalog
 from hooks.chart_series_index import index_node_charts
 from hooks.local_process import RunAbortMarker
 from hooks.node_cache import NodeCache
 from hooks.object_store import default_object_store, upload_folder
-from octotrain.catalog.models import RunState
+from hooks.run_stops import end_unsuccessful_run
 from octotrain.run_layout import RunLayout
-from octotrain.run_lifecycle import end_run
 from octotrain.settings import get_settings
-from octotrain.supplemental_log import NodeEnding, first_line, run_message
+from octotrain.supplemental_log import NodeEnding, first_line
 from operators.node_endings import record_ending
 from operators.training_stage import TrainingStageOperator
 
@@ -53,13 +51,9 @@ class CollectLogsOperator(TrainingStageOperator):
         failed = list(reasons)
         if failed:
             flag = RunAbortMarker(layout.run_dir).flag()
-            with default_catalog().session() as session:
-                end_run(
-                    session,
-                    run_id=plan.catalog_run_id,
-                    state=RunState.STOPPED if flag and flag.stopped else RunState.FAILED,
-                    reason=run_message(reasons, culprit=flag.node if flag else None),
-                )
+            end_unsuccessful_run(
+                run_id=plan.catalog_run_id, reasons=reasons, flag=flag, store=store
+            )
         settings = get_settings()
         NodeCache(settings.node_cache_dir, max_bytes=0).unpin(layout.cache_holder(""))
         self.log.info(

@@ -17,7 +17,6 @@ from typing import Any
 
 from airflow.sdk import Context
 
-from hooks.catalog import default_catalog
 from hooks.chart_series_index import index_node_charts
 from hooks.checkpoint_sync import store_has
 from hooks.kubernetes_runs import KubernetesRuns
@@ -25,7 +24,7 @@ from hooks.object_store import default_object_store
 from hooks.run_abort import StoreAbortMarker
 from hooks.run_files import last_memory_sample, read_json, read_text, write_text
 from hooks.run_restarts import StoreRunRestarts
-from octotrain.catalog.models import RunState
+from hooks.run_stops import end_unsuccessful_run
 from octotrain.contracts import NodeLogNames
 from octotrain.failure_classes import pod_end_class
 from octotrain.kubernetes_config import kubernetes_config
@@ -34,14 +33,12 @@ from octotrain.pod_diagnosis import NodeEnd, diagnose
 from octotrain.pods import LABEL_NODE, LABEL_RUN, pod_deadline, run_label
 from octotrain.restarts import supplemented, what_was_done
 from octotrain.run_layout import RunObjects
-from octotrain.run_lifecycle import end_run
 from octotrain.secrets import masked_text
 from octotrain.settings import get_settings
 from octotrain.storage import ObjectNotFound, ObjectStore
 from octotrain.supplemental_log import (
     TAIL_READ_BYTES,
     SupplementalLog,
-    run_message,
     staging_error_in,
 )
 from operators.training_stage import TrainingStageOperator, with_real_secrets
@@ -102,9 +99,8 @@ class CollectPodLogsOperator(TrainingStageOperator):
                     found["metadata"]["name"], grace_seconds=int(settings.stop_grace_seconds)
                 )
         if reasons:
-            culprit = flag.node if flag is not None else None
-            self._record(
-                plan, run_message(reasons, culprit=culprit), stopped=bool(flag and flag.stopped)
+            end_unsuccessful_run(
+                run_id=plan.catalog_run_id, reasons=reasons, flag=flag, store=store
             )
         return {"failed_nodes": list(reasons)}
 
@@ -142,11 +138,6 @@ class CollectPodLogsOperator(TrainingStageOperator):
             train_log_tail=_masked_tail(store, plan, objects.log(names.train)),
         )
         return diagnose(pod, events, end)
-
-    def _record(self, plan: RunPlan, message: str, *, stopped: bool) -> None:
-        state = RunState.STOPPED if stopped else RunState.FAILED
-        with default_catalog().session() as session:
-            end_run(session, run_id=plan.catalog_run_id, state=state, reason=message)
 
 
 def _ended_well(report: dict[str, Any], stop_reason: str | None) -> bool:

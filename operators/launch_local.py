@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow.sdk import Context
-from airflow.sdk.exceptions import AirflowException, AirflowSkipException
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from hooks import local_admission
 from hooks.checkpoint_sync import BackgroundCheckpointSync, CheckpointSync, store_has
@@ -56,7 +56,7 @@ from operators.node_endings import record_ending
 from operators.node_holds import record_node_hold, record_node_release
 from operators.restart_notes import note_restart
 from operators.stage_data import init_log
-from operators.training_stage import TrainingStageOperator
+from operators.training_stage import TrainingStageOperator, say_where_the_training_logs
 
 # How much of the train log's end is read to tell an allocation failure (RLIMIT_AS).
 
@@ -141,6 +141,9 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
                 return self._finish(layout, NodeEnding(self.node_index, start_error=str(error)))
             self.log.info("node %s started as pid %s (start %s)", self.node_index, pid, attempt + 1)
             if attempt == 0:
+                say_where_the_training_logs(
+                    self.log, plan, self.node_index, f"in {layout.logs_dir}"
+                )
                 self._plan = plan
                 record_node_hold(plan, self.node_index, started_at=datetime.now(UTC))
             outcome = self._train(plan, layout, abort, restarts.requested, attempt)
@@ -415,7 +418,8 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
                 AbortFlag.node_failed(self.node_index, failure)
             )
         elif stopped_by is not None and stopped_by.by_user:
-            raise AirflowSkipException(reason)
+            # Failed, not retried: a stopped run is a failed DAG run in Airflow (``stop_note``).
+            raise AirflowFailException(reason)
         raise AirflowException(reason)
 
     def on_kill(self) -> None:

@@ -84,12 +84,11 @@ from operators.node_pod_trigger import (
     RESTART,
     RESTART_KEY,
     STOPPED,
-    STOPPED_BY_USER,
     NodePodTrigger,
 )
 from operators.pod_settings import pod_settings
 from operators.restart_notes import note_restart
-from operators.training_stage import PLAN_XCOM_KEY, VALIDATE_TASK_ID
+from operators.training_stage import PLAN_XCOM_KEY, VALIDATE_TASK_ID, say_where_the_training_logs
 
 # The label of a node's pod with the number of the run's restart it belongs to (0: none).
 LABEL_START = "octotrain.io/start"
@@ -220,8 +219,11 @@ class LaunchNodePodOperator(KubernetesPodOperator):
                 self.node_index, started=False
             )
             abort.record_stop(self.node_index, reason)
-            _end_stopped(reason, by_user=already.by_user)
+            _end_stopped(reason)
         self._start = self._restart_book(context).latest()
+        plan = self._plan(context)
+        in_store = f"the pod's training container, then {plan.objects.logs}/ in the store"
+        say_where_the_training_logs(self.log, plan, self.node_index, in_store)
         if self.deferrable:
             with self._failure_raises_the_flag(abort):
                 return super().execute(context)
@@ -271,8 +273,8 @@ class LaunchNodePodOperator(KubernetesPodOperator):
 
     def trigger_reentry(self, context: Context, event: dict[str, Any], *, start: int = 0) -> Any:
         """Back from the trigger: a node the abort flag stopped (its trigger deleted the pod
-        and recorded the stop) ends with its reason, skipped when its user stopped it, failed
-        otherwise; a run Kueue will never admit fails with Kueue's numbers; a node whose pod
+        and recorded the stop) ends failed with its reason (who stopped it, or which node's
+        end did); a run Kueue will never admit fails with Kueue's numbers; a node whose pod
         the run's restart took down (``start``: the restart its pod belonged to) starts it
         again; else the provider fetches the training container's log and ends as the pod did,
         a pod that failed (or did not start in time) raising the flag, or, lost, asking for
@@ -299,7 +301,7 @@ class LaunchNodePodOperator(KubernetesPodOperator):
                 since = datetime.fromisoformat(str(event[HELD_SINCE]))
                 record_node_hold(self._plan(context), self.node_index, started_at=since,
                                  ended_at=datetime.now(UTC))  # fmt: skip
-            _end_stopped(str(event["message"]), by_user=bool(event.get(STOPPED_BY_USER)))
+            _end_stopped(str(event["message"]))
         if event["status"] == REFUSED:
             self._refused(context, str(event["message"]))
         if event["status"] == STARTUP_TIMEOUT:
@@ -345,7 +347,7 @@ class LaunchNodePodOperator(KubernetesPodOperator):
     @contextmanager
     def _failure_raises_the_flag(self, abort: StoreAbortMarker) -> Iterator[None]:
         """A node that fails ends the run: it raises the abort flag, unless the flag was up
-        already (then this node was stopped: skipped if by its user). Either way the training
+        already (then this node was stopped: it says by whom or by what). Either way the training
         is not tried again."""
         try:
             yield
@@ -361,7 +363,7 @@ class LaunchNodePodOperator(KubernetesPodOperator):
                 abort.raise_flag(AbortFlag.node_failed(self.node_index, f"failed ({summary})"))
             elif flag.by_user:
                 reason = abort.stopped_because(self.node_index) or flag.why_stopped(self.node_index)
-                raise AirflowSkipException(reason) from error
+                raise AirflowFailException(reason) from error
             elif flag.concerns_other_than(self.node_index):
                 summary = f"stopped: {flag.text()}"
             raise AirflowFailException(f"node {self.node_index}: {summary}") from error
@@ -532,10 +534,9 @@ def _remember_pod(context: Context, *, name: str, namespace: str) -> None:
         store.set(POD_STATE_KEY, {"name": name, "namespace": namespace})
 
 
-def _end_stopped(reason: str, *, by_user: bool) -> NoReturn:
-    """End a node's task that the run's abort flag stopped: skipped when its user stopped the
-    run (no failure, no traceback in its log), failed otherwise (another node failed, or
-    Airflow stopped a task instance), never to be tried again."""
-    if by_user:
-        raise AirflowSkipException(reason)
+def _end_stopped(reason: str) -> NoReturn:
+    """End a node's task that the run's abort flag stopped, saying why (its user stopped the
+    run, another node failed, or Airflow stopped a task instance): failed, never to be tried
+    again. A user's stop fails it too: Airflow 3 has no "stopped" state, and a skipped node
+    would show the stopped run as a green success in Airflow's grid (``stop_note``)."""
     raise AirflowFailException(reason)

@@ -9,7 +9,7 @@ raise it by failing, it records the node's stop, stops the provider's trigger (w
 the pod's deletion for an error, and log one with a traceback into the task's log), deletes the
 pod with the grace period, waits for it to be gone (its sidecar's final upload of logs and
 ``OUTPUT`` happens in that grace period), and fires a ``stopped`` event with the node's reason
-and whether its user stopped it (the task then ends skipped, not failed). A pod that ends first
+(the task then ends failed, saying it). A pod that ends first
 fires the provider's own event, unchanged. With the task's hang detection it also reads, at
 each look at the flag, the node's hang report as the pod's sidecar keeps it in the store, and
 says when the node looks hung in the task's log and the run's note (``operators.hang_notices``).
@@ -64,8 +64,6 @@ STOPPED = "stopped"
 # with that restart (``RunRestart.to_json``).
 RESTART = "restart"
 RESTART_KEY = "restart"
-# The key of that event that says whether the node's user stopped it (``AbortFlag.by_user``).
-STOPPED_BY_USER = "stopped_by_user"
 # The key of that event with when the pod started on its Kubernetes node (ISO 8601; absent if it
 # never did): with the event's time, the node's hold of its resources, for usage accounting.
 HELD_SINCE = "held_since"
@@ -214,7 +212,6 @@ class NodePodTrigger(BaseTrigger):
             yield TriggerEvent(
                 {"status": STOPPED, "name": self.pod_trigger.pod_name,
                  "namespace": self.pod_trigger.pod_namespace, "message": reason,
-                 STOPPED_BY_USER: flag.by_user,
                  **({HELD_SINCE: held_since.isoformat()} if held_since else {})}
             )  # fmt: skip
         finally:

@@ -3,13 +3,16 @@ the run's files are."""
 
 from __future__ import annotations
 
+from logging import Logger
 from typing import Any
+from urllib.parse import quote
 
 from airflow.sdk import BaseOperator, Context
 from airflow.sdk.exceptions import AirflowSkipException
 from airflow.sdk.log import mask_secret
 
 from hooks.catalog import default_catalog
+from octotrain.contracts import dag_id_for
 from octotrain.planning import RunPlan
 from octotrain.run_layout import RunLayout
 from octotrain.run_lifecycle import run_secrets
@@ -56,3 +59,18 @@ def with_real_secrets(plan: RunPlan) -> RunPlan:
         for value in values.values():
             mask_secret(str(value))
     return plan.with_secrets(secrets)
+
+
+def say_where_the_training_logs(log: Logger, plan: RunPlan, node_index: str, where: str) -> None:
+    """A line in a launch task's log that says where the training's own output is (that log
+    holds the stage's, not the training's): ``where`` the file is, the run's Logs tab in
+    Airflow and the command that prints it."""
+    names = RunLayout(get_settings().runs_dir, plan.task_id, plan.run_key).log_names(node_index)
+    run = quote(plan.run_id, safe="")
+    dag = f"{get_settings().airflow_api_url.rstrip('/')}/dags/{dag_id_for(plan.task_id)}"
+    log.info(
+        "node %s: the training's own output is %s (%s); read it on this run's Logs tab "
+        "(%s/runs/%s/plugin/octotrain-logs) or with `octotrain task logs %s --run %s "
+        "--node %s`",
+        node_index, names.train, where, dag, run, plan.task_id, plan.catalog_run_id, node_index,
+    )  # fmt: skip

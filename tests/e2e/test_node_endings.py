@@ -153,17 +153,18 @@ def test_a_node_ignoring_a_user_s_stop_is_killed_after_the_grace_period(
         f"period of {GRACE_SECONDS} s"
     )
     assert reason(state, stopped) == killed
-    # In Airflow a stop is no failure: the node's task is skipped, saying why, without a
-    # traceback; its logs are collected; nothing is archived; the run's note says who stopped it.
-    assert stopped["state"] == "success", stopped
+    # Airflow 3 has no stopped state, and a stop must not show as a green success: the node's
+    # task fails saying who stopped it (not retried); its logs are collected; nothing is
+    # archived; the DAG run is failed, its note saying who stopped it.
+    assert stopped["state"] == "failed", stopped
     tasks = stopped["tasks"]
     assert (tasks["launch[0]"], tasks["collect_logs"], tasks["archive_model"]) == (
-        "skipped", "success", "skipped"
+        "failed", "success", "upstream_failed"
     )  # fmt: skip
-    launch_log = stopped["launch_logs"][0]
-    assert "Skipping task" in launch_log and killed in launch_log
-    assert "Traceback" not in launch_log and "Task failed" not in launch_log
+    assert killed in stopped["launch_logs"][0]
     assert stopped["note"].startswith("**Stopped by alice** at "), stopped["note"]
+    assert "shows as failed" in stopped["note"]
+    assert stopped["run"]["message"].startswith("Stopped by alice at "), stopped["run"]
     assert "memory" not in log(state, stopped, "supplemental").lower()
     assert f"the training ignored SIGTERM for {GRACE_SECONDS}s" in log(state, stopped, "sidecar")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from airflow.sdk.exceptions import AirflowException, AirflowSkipException
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
 from hooks.checkpoint_sync import read_manifest
 from hooks.local_process import RunAbortMarker
@@ -73,7 +73,7 @@ def supplemental(plan: RunPlan) -> str:
     return layout.log_path(layout.log_names(NODE).supplemental).read_text().splitlines()[0]
 
 
-def test_a_node_its_user_stopped_while_it_trained_is_skipped_saying_who(plan: RunPlan) -> None:
+def test_a_node_its_user_stopped_while_it_trained_fails_saying_who(plan: RunPlan) -> None:
     layout = layout_of(plan)
     train_log = layout.log_path(layout.log_names(NODE).train)
 
@@ -87,18 +87,18 @@ def test_a_node_its_user_stopped_while_it_trained_is_skipped_saying_who(plan: Ru
 
     stopper = threading.Thread(target=stop_once_training, daemon=True)
     stopper.start()
-    with pytest.raises(AirflowSkipException, match=rf"^node {NODE} was stopped by alice$"):
+    with pytest.raises(AirflowFailException, match=rf"^node {NODE} was stopped by alice$"):
         launch(plan)
     stopper.join()
     assert supplemental(plan) == f"node {NODE} was stopped by alice"
 
 
-def test_a_node_not_started_after_its_user_s_stop_is_skipped(plan: RunPlan) -> None:
+def test_a_node_not_started_after_its_user_s_stop_fails_saying_who(plan: RunPlan) -> None:
     RunAbortMarker(layout_of(plan).run_dir).raise_flag(AbortFlag.stopped_by("alice"))
-    with pytest.raises(AirflowSkipException) as skipped:
+    with pytest.raises(AirflowFailException) as stopped:
         launch(plan)
-    assert str(skipped.value) == f"node {NODE} was not started: the run was stopped by alice"
-    assert supplemental(plan) == str(skipped.value)
+    assert str(stopped.value) == f"node {NODE} was not started: the run was stopped by alice"
+    assert supplemental(plan) == str(stopped.value)
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
 from kubernetes import client
 from sqlalchemy.orm import Session
 
@@ -57,17 +57,19 @@ def test_launch_tasks_defer_to_the_triggerer_unless_the_config_says_not_to(
         get_settings.cache_clear()
 
 
-def test_a_node_its_user_stopped_resumes_skipped_with_who_stopped_it() -> None:
+def test_a_node_its_user_stopped_resumes_failed_with_who_stopped_it_and_is_not_retried() -> None:
+    """Failed, not skipped: Airflow 3 has no stopped state, and a stop must not show as a
+    green success in its grid."""
     event = {"status": "stopped", "name": "train-1-single-0", "namespace": "octotrain",
-             "message": "node single-0 was stopped by alice", "stopped_by_user": True}  # fmt: skip
-    with pytest.raises(AirflowSkipException, match=r"^node single-0 was stopped by alice$"):
+             "message": "node single-0 was stopped by alice"}  # fmt: skip
+    with pytest.raises(AirflowFailException, match=r"^node single-0 was stopped by alice$"):
         node().trigger_reentry({}, event)  # type: ignore[arg-type]
 
 
 def test_a_node_another_s_failure_stopped_resumes_failed_and_is_not_retried() -> None:
     message = "node single-0 was stopped because node distributed-1 failed (exit code 3)"
     event = {"status": "stopped", "name": "train-1-single-0", "namespace": "octotrain",
-             "message": message, "stopped_by_user": False}  # fmt: skip
+             "message": message}  # fmt: skip
     with pytest.raises(AirflowFailException, match=rf"^{re.escape(message)}$"):
         node().trigger_reentry({}, event)  # type: ignore[arg-type]
 
@@ -85,14 +87,14 @@ def store_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
 @pytest.mark.parametrize(
     ("flag", "ends", "reason"),
     [
-        (AbortFlag.stopped_by("alice"), AirflowSkipException,
+        (AbortFlag.stopped_by("alice"), AirflowFailException,
          "node single-0 was not started: the run was stopped by alice"),
         (AbortFlag.stopped_by_airflow("distributed-1"), AirflowFailException,
          "node single-0 was not started because node distributed-1 was stopped by Airflow "
          "(its task instance was stopped or timed out)"),
     ],
 )  # fmt: skip
-def test_a_node_not_started_before_the_flag_went_up_is_skipped_only_for_a_user_s_stop(
+def test_a_node_not_started_before_the_flag_went_up_fails_saying_why(
     rule_session: Session,
     store_settings: None,
     flag: AbortFlag,
@@ -111,17 +113,17 @@ def test_a_node_not_started_before_the_flag_went_up_is_skipped_only_for_a_user_s
 @pytest.mark.parametrize(
     ("flag", "ends", "reason"),
     [
-        (AbortFlag.stopped_by("alice"), AirflowSkipException,
+        (AbortFlag.stopped_by("alice"), AirflowFailException,
          "node single-0 was stopped by alice"),
         (AbortFlag.node_failed("distributed-1", "failed (exit code 3)"), AirflowFailException,
          "node single-0: stopped: node distributed-1 failed (exit code 3)"),
     ],
 )  # fmt: skip
-def test_a_synchronous_node_whose_pod_the_flag_took_down_is_skipped_only_for_a_user_s_stop(
+def test_a_synchronous_node_whose_pod_the_flag_took_down_fails_saying_why(
     store_settings: None, flag: AbortFlag, ends: type[AirflowException], reason: str
 ) -> None:
     """What the provider raises once the watcher deleted the pod (it ended failed) becomes
-    the node's end: its user's stop skips it, another node's failure fails it."""
+    the node's end, failed and not retried, saying who or what stopped it."""
     abort = StoreAbortMarker(default_object_store(), "runs/1/r-1")
     abort.raise_flag(flag)
     ended = pytest.raises(ends, match=rf"^{re.escape(reason)}$")

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
-from airflow.sdk.exceptions import AirflowSkipException
+from airflow.sdk.exceptions import AirflowFailException
 from kubernetes.client import models as k8s
 from sqlalchemy import select
 
@@ -140,9 +140,9 @@ def test_a_pod_s_hold_is_recorded_when_it_ends_and_when_its_stop_took_it_down(
         task_id="launch", training_task_id=demo.task_id, node_index="distributed-1"
     )
     event = {"status": "stopped", "name": "train-1-distributed-1", "namespace": "octotrain",
-             "message": "stopped by alice", "stopped_by_user": True,
+             "message": "stopped by alice",
              "held_since": START.isoformat()}  # fmt: skip
-    with pytest.raises(AirflowSkipException):
+    with pytest.raises(AirflowFailException):
         stopped.trigger_reentry(context, event)  # type: ignore[arg-type]
     holds = {hold.node_index: hold for hold in _holds(catalog, run_id)}
     assert as_utc(holds["single-0"].started_at) == START

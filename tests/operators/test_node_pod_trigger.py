@@ -99,7 +99,7 @@ def test_another_node_s_failure_deletes_the_pod_and_stops_the_node(
         reason == "node distributed-1 was stopped because node distributed-0 failed (exit code 3)"
     )
     assert event == {"status": "stopped", "name": "trains", "namespace": NAMESPACE,
-                     "message": reason, "stopped_by_user": False}  # fmt: skip
+                     "message": reason}  # fmt: skip
     assert pod_is_going(core, "trains")
     assert abort.stopped_because(NODE) == reason  # its supplemental log's first line
 
@@ -117,7 +117,7 @@ def test_a_user_s_stop_while_the_pod_trains_stops_it(
         return dict((await asyncio.wait_for(watched, EVENT_DEADLINE_SECONDS)).payload)
 
     event = asyncio.run(stop_while_watched())
-    assert event["status"] == "stopped" and event["stopped_by_user"] is True
+    assert event["status"] == "stopped"
     assert event["message"] == "node distributed-1 was stopped by alice"
     # When it started on its node: the hold usage accounting bills until the stop.
     assert datetime.fromisoformat(event["held_since"]) <= datetime.now(UTC)

@@ -41,7 +41,10 @@
   function summary(shown, label) {
     const line = element("span", undefined, "progress-summary");
     const percent = shown.percent === null ? "" : ` ${Math.floor(shown.percent)}%`;
-    line.append(element("span", `${PHASES[shown.phase] || shown.phase}${percent}`, `phase phase-${shown.phase}`));
+    // A run that ended short of its total (stopped, failed) is not "done 39%".
+    const cut = shown.phase === "done" && shown.percent !== null && shown.percent < 100;
+    const phase = cut ? "ended at" : PHASES[shown.phase] || shown.phase;
+    line.append(element("span", `${phase}${percent}`, `phase phase-${shown.phase}`));
     if (shown.phase === "staging" || shown.phase === "training") line.append(bar(shown.percent, label));
     const left = eta(shown);
     if (left) line.append(element("span", left, "muted eta"));

@@ -19,7 +19,6 @@ from hooks.catalog import default_catalog
 from hooks.checkpoint_sync import CheckpointSync
 from hooks.dag_runs import TriggeredRun
 from hooks.local_process import RunAbortMarker
-from octotrain.abort_flags import AbortFlag
 from octotrain.catalog.models import Run, RunState
 from octotrain.errors import Conflict
 from octotrain.planning import run_key
@@ -163,7 +162,8 @@ def test_stopping_a_run_raises_its_flag_for_the_user_and_refuses_ended_runs(api:
     assert by == "alice"
     run_dir = get_settings().runs_dir / str(task["id"]) / run_key("manual__stop")
     flag = RunAbortMarker(run_dir).flag()
-    assert flag == AbortFlag(reason="stopped by alice", stopped=True)
+    assert flag is not None and flag.by_user and flag.reason == "stopped by alice"
+    assert flag.at  # when: the run's message says it once the run has stopped
     again = api.client.post(stop, headers=alice)  # the first stop holds: no second note
     assert again.status_code == 202 and again.json()["noted_in_airflow"] is False
     with default_catalog().session() as session:
