@@ -189,9 +189,16 @@ def _trigger(
         except InvalidInput as refused:
             raise InvalidTrigger(refused.problems) from None
         resumed = settings_of_run.get(RESUME_SETTING)
-        record_triggered(session, task_id, run_id, triggered_by=cli_scope().username,
-                         node_count=resolved.spec.node_count, secrets=held,
-                         resumed_from=resumed if isinstance(resumed, int) else None)  # fmt: skip
+        recorded = record_triggered(
+            session,
+            task_id,
+            run_id,
+            triggered_by=cli_scope().username,
+            node_count=resolved.spec.node_count,
+            secrets=held,
+            resumed_from=resumed if isinstance(resumed, int) else None,
+        )
+        catalog_id = recorded.id
     try:
         airflow = AirflowRestClient.from_settings(get_settings())
         wait_until(f"Airflow to parse DAG {dag_id}", lambda: airflow.dag_exists(dag_id),
@@ -209,8 +216,8 @@ def _trigger(
             lambda: (s := airflow.run_state(dag_id, run_id)) in TERMINAL_RUN_STATES and s,
             timeout=timeout,
         )
-    show({"task_id": task_id, "dag_id": dag_id, "run_id": run_id, "state": state},
-         as_json=as_json)  # fmt: skip
+    show({"task_id": task_id, "run": catalog_id, "dag_id": dag_id, "run_id": run_id,
+          "state": state}, as_json=as_json)  # fmt: skip
     if wait and state != "success":
         raise typer.Exit(1)
 
@@ -239,7 +246,7 @@ def stop_task_run(
         noted = stop.note is not None and _note_over_rest(
             task_id, chosen.airflow_run_id, note=stop.note
         )
-        shown = {"task_id": task_id, "run_id": chosen.airflow_run_id,
+        shown = {"task_id": task_id, "run": chosen.id, "run_id": chosen.airflow_run_id,
                  "stopping": stop.flag.text(), "noted_in_airflow": noted}  # fmt: skip
         show(shown, as_json=as_json)
 

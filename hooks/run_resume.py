@@ -6,9 +6,16 @@ from __future__ import annotations
 
 from hooks.checkpoint_sync import left_checkpoint
 from octotrain.catalog.models import Run
+from octotrain.catalog.views import RunView
 from octotrain.resume import why_not_resumable
 from octotrain.run_layout import RunObjects
 from octotrain.storage import ObjectStore
+
+
+def with_resumable(store: ObjectStore, run: Run) -> RunView:
+    """``run`` as the API shows it, saying whether it can be resumed now (the store is only
+    asked for a failed or stopped run that started)."""
+    return RunView.of(run).model_copy(update={"resumable": why_not_resumed(store, run) is None})
 
 
 def why_not_resumed(store: ObjectStore, run: Run) -> str | None:

@@ -235,6 +235,12 @@ class Tasks:
             raise NotFound(f"training task {task_id} has no run {run_id}")
         return found
 
+    def resumed_by(self, task_id: int, run_id: int) -> list[int]:
+        """The runs that resumed ``run_id`` from its checkpoint, in the order they started."""
+        self.run(task_id, run_id)
+        later = select(Run.id).where(Run.resumed_from_id == run_id).order_by(Run.id)
+        return list(self.session.scalars(later))
+
     def run_to_stop(
         self, task_id: int, *, run_id: int | None = None, airflow_run_id: str | None = None
     ) -> Run:

@@ -113,4 +113,4 @@ def _visible_task(tasks: Tasks, run: Run | None) -> TrainingTask | None:
 
 
 def _label(run: Run, task: TrainingTask, *, with_task: bool) -> str:
-    return f"{task.name} · run {run.id}" if with_task else f"run {run.id}"
+    return f"{task.name} · #{run.id}" if with_task else f"#{run.id}"

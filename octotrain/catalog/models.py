@@ -346,6 +346,14 @@ class ModelVersion(StoredFiles, Base):
     produced: Mapped[list[ModelVersionInput]] = relationship(
         viewonly=True, foreign_keys="ModelVersionInput.input_model_version_id"
     )
+    # The run that archived it (None for an imported version, or once that run was deleted).
+    made_by: Mapped[Run | None] = relationship(
+        "Run",
+        primaryjoin="Run.model_version_id == ModelVersion.id",
+        foreign_keys="Run.model_version_id",
+        viewonly=True,
+        uselist=False,
+    )
 
 
 class ModelVersionInput(Base):

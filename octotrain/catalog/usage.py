@@ -36,6 +36,7 @@ class RunUse(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
+    id: int  # the run's catalog id: "#23" wherever a run is named
     task_id: int
     task_name: str
     dag_id: str
@@ -51,6 +52,20 @@ class ModelVersionUsers(BaseModel):
 
     tasks: list[TaskUse]
     runs: list[RunUse]
+
+
+def _use(run: Run) -> RunUse:
+    return RunUse(
+        id=run.id,
+        task_id=run.task_id,
+        task_name=run.task.name,
+        dag_id=dag_id_for(run.task_id),
+        airflow_run_id=run.airflow_run_id,
+        state=str(run.state),
+        started_at=as_utc(run.started_at),
+        model_repository=run.model_version.repository.name if run.model_version else None,
+        model_version=run.model_version.version if run.model_version else None,
+    )
 
 
 def model_version_users(session: Session, version: ModelVersion) -> ModelVersionUsers:
@@ -77,16 +92,7 @@ def model_version_users(session: Session, version: ModelVersion) -> ModelVersion
         .order_by(Run.started_at.desc(), Run.id.desc())
     ).all()
     launched = [
-        RunUse(
-            task_id=run.task_id,
-            task_name=run.task.name,
-            dag_id=dag_id_for(run.task_id),
-            airflow_run_id=run.airflow_run_id,
-            state=str(run.state),
-            started_at=as_utc(run.started_at),
-            model_repository=run.model_version.repository.name if run.model_version else None,
-            model_version=run.model_version.version if run.model_version else None,
-        )
+        _use(run)
         for run in runs
         if any(
             item.get("model_version_id") == version.id

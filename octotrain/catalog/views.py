@@ -214,6 +214,19 @@ class DataCacheView(View):
         )
 
 
+class RunRef(View):
+    """A run where another object names it: its catalog id (shown "#23") and task, and when
+    it started."""
+
+    id: int
+    task_id: int
+    started_at: datetime
+
+    @classmethod
+    def of(cls, row: Run) -> RunRef:
+        return cls(id=row.id, task_id=row.task_id, started_at=as_utc(row.started_at))
+
+
 class ModelVersionView(View):
     repository: str
     version: int
@@ -229,6 +242,9 @@ class ModelVersionView(View):
     inputs: list[dict[str, Any]]
     produced: list[dict[str, Any]]
     created_at: datetime
+    # The run that made it, as runs are named everywhere ("#23", started at …): null for an
+    # imported version, or once that run was deleted.
+    run: RunRef | None = None
 
     @classmethod
     def of(cls, row: ModelVersion) -> ModelVersionView:
@@ -245,6 +261,7 @@ class ModelVersionView(View):
             inputs=[_made_from(edge) for edge in row.inputs],
             produced=_made(row.produced),
             created_at=as_utc(row.created_at),
+            run=RunRef.of(row.made_by) if row.made_by is not None else None,
         )
 
 
@@ -282,6 +299,9 @@ class RunView(View):
     # The algorithm's parameters the run was launched with (defaults and its conf applied,
     # secrets masked); empty until ``validate`` has planned it.
     parameters: dict[str, Any]
+    # Whether it can be resumed now (failed or stopped, with a checkpoint in the store): set by
+    # the routes that show one run or a task's runs; null where it was not looked up.
+    resumable: bool | None = None
 
     @classmethod
     def of(cls, row: Run) -> RunView:

@@ -22,7 +22,7 @@ from hooks.catalog import default_catalog
 from hooks.dag_parsing import request_tasks_reparse, retire_task_dag
 from hooks.dag_runs import REQUEST_ID_PATTERN, add_run_note, run_id_for_request, trigger_dag_run
 from hooks.object_store import default_object_store
-from hooks.run_resume import why_not_resumed
+from hooks.run_resume import why_not_resumed, with_resumable
 from hooks.run_stops import request_stop
 from octotrain.catalog.access import Scope
 from octotrain.catalog.documents import TaskCopyDocument
@@ -185,13 +185,15 @@ def list_runs(
 ) -> Any:
     with default_catalog().session() as session:
         page = Tasks(session, scope).runs_page(task_id, window, newest_first=order_by == "-id")
-        return RunCollection(runs=[RunView.of(run) for run in page.items], total_entries=page.total)
+        store = default_object_store()
+        runs = [with_resumable(store, run) for run in page.items]
+        return RunCollection(runs=runs, total_entries=page.total)
 
 
 @router.get("/tasks/{task_id}/runs/{run_id}", summary="One run of a training task")
 def get_run(task_id: TaskId, run_id: RunId, scope: CurrentScope) -> RunView:
     with default_catalog().session() as session:
-        return RunView.of(Tasks(session, scope).run(task_id, run_id))
+        return with_resumable(default_object_store(), Tasks(session, scope).run(task_id, run_id))
 
 
 class RunRequest(BaseModel):

@@ -101,6 +101,29 @@ def _utc_iso(moment: datetime) -> str:
 
 
 _templates.filters["iso"] = _utc_iso
+# Below this many hours an amount of usage is shown in minutes (or seconds): "0.00 h" says
+# nothing of a short run.
+SHORT_HOURS = 0.1
+
+
+def usage_amount(hours: float, unit: str = "") -> str:
+    """An amount of usage as people read it: ``4.00 node-hours``, or for a short run ``2.4
+    node-minutes``, ``42 node-seconds``; ``unit`` "h" gives ``0.50 h``, ``2.4 min``, ``42 s``,
+    and no unit a table's cell under an "(h)" header: ``0.50``, ``2.4 min``, ``42 s``."""
+    if hours == 0 or hours >= SHORT_HOURS:
+        return f"{hours:.2f} {unit}".rstrip()
+    minutes = hours * 60
+    if unit.endswith("hours"):  # node-hours → node-minutes
+        named = unit.removesuffix("hours")
+        return (
+            f"{minutes:.1f} {named}minutes"
+            if minutes >= 1
+            else f"{minutes * 60:.0f} {named}seconds"
+        )
+    return f"{minutes:.1f} min" if minutes >= 1 else f"{minutes * 60:.0f} s"
+
+
+_templates.filters["usage_amount"] = usage_amount
 # The task rules' limits, for the form's hints and the task page's defaults.
 _templates.globals.update(
     default_node_restarts=DEFAULT_MAX_NODE_RESTARTS,

@@ -1,10 +1,11 @@
 """The console's page of one run of a training task (``/ui/tasks/{task_id}/runs/{run_id}``):
 what it ran with, read from the plan ``validate`` recorded (parameters and variables, secrets
 masked; nodes; resource spec; the data versions it read), how it went (state, timings, why it
-failed or who stopped it, the model version it made), and links to its Metrics, Resources and
-Logs tabs and to its DAG run in Airflow. Its phase (the stage running now), its conf and
-Airflow's note on it are read by ``run.js`` from Airflow's own REST API with the user's
-session, so that the page shows what Airflow shows.
+failed or who stopped it, the model version it made, the run it resumed and those that resumed
+it), Stop (while active) and Resume (where it left a checkpoint), each asked first, and links
+to its Metrics, Resources and Logs tabs and to its DAG run in Airflow. Its phase (the stage
+running now), its conf and Airflow's note on it are read by ``run.js`` from Airflow's own REST
+API with the user's session, so that the page shows what Airflow shows.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from fastapi import Path as PathParameter
 from fastapi.responses import HTMLResponse
 
 from hooks.catalog import default_catalog
+from hooks.object_store import default_object_store
+from hooks.run_resume import why_not_resumed
 from octotrain.catalog.accounting import Accounting
 from octotrain.catalog.views import RunView, TaskView
 from octotrain.run_lifecycle import ACTIVE_RUN_STATES
@@ -80,6 +83,8 @@ def run_page(task_id: TaskId, run_id: RunId, request: Request, scope: CurrentSco
         view = RunView.of(run)
         settings = RunSettings.of(dict(run.plan or {}))
         usage = Accounting(session, scope).run_of(task_id, run_id)
+        resumable = why_not_resumed(default_object_store(), run) is None
+        resumed_by = tasks.resumed_by(task_id, run_id)
     return render(
         "run.html",
         request,
@@ -88,5 +93,7 @@ def run_page(task_id: TaskId, run_id: RunId, request: Request, scope: CurrentSco
         settings=settings,
         usage=usage,
         active=run.state in ACTIVE_RUN_STATES,
+        resumable=resumable,
+        resumed_by=resumed_by,
         dag_run_path=f"dags/{task.dag_id}/runs/{quote(view.airflow_run_id, safe='')}",
     )

@@ -38,7 +38,7 @@ def runs(cli: Cli, catalog: CatalogHook, octotrain_env: Path) -> dict[str, int]:
 
 
 def test_logs_take_the_catalog_id_or_the_airflow_run_id(cli: Cli, runs: dict[str, int]) -> None:
-    for reference in (str(runs["manual__old"]), "manual__old"):
+    for reference in (str(runs["manual__old"]), f"#{runs['manual__old']}", "manual__old"):
         shown = cli("task", "logs", "1", "--run", reference, "--node", "single-0")
         assert shown.exit_code == 0, shown.output
         assert shown.stdout == "this is manual__old\n"
@@ -47,7 +47,8 @@ def test_logs_take_the_catalog_id_or_the_airflow_run_id(cli: Cli, runs: dict[str
 def test_stop_takes_the_catalog_id(cli: Cli, runs: dict[str, int]) -> None:
     stopped = cli("task", "stop", "1", "--run", str(runs["manual__new"]), "--json")
     assert stopped.exit_code == 0, stopped.output
-    assert json.loads(stopped.stdout)["run_id"] == "manual__new"
+    shown = json.loads(stopped.stdout)
+    assert (shown["run"], shown["run_id"]) == (runs["manual__new"], "manual__new")
 
 
 @pytest.mark.parametrize("command", [["logs"], ["stop"]])
@@ -57,10 +58,10 @@ def test_an_unknown_run_names_both_forms_and_the_recent_runs(
     refused = cli("task", *command, "1", "--run", "999")
     assert refused.exit_code == 1
     assert refused.stderr.splitlines() == [
-        "error: training task 1 has no run '999': --run takes a run's catalog id (the id of "
-        "GET /tasks/1/runs) or its Airflow run id; its recent runs:",
-        f"  {runs['manual__new']}  manual__new  running",
-        f"  {runs['manual__old']}  manual__old  failed",
+        "error: training task 1 has no run '999': --run takes a run's catalog id (23 or #23; "
+        "the id of GET /tasks/1/runs) or its Airflow run id; its recent runs:",
+        f"  #{runs['manual__new']}  manual__new  running",
+        f"  #{runs['manual__old']}  manual__old  failed",
     ]
 
 

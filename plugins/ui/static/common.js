@@ -68,6 +68,48 @@ document.addEventListener("click", (event) => {
   top.dispatchEvent(new top.PopStateEvent("popstate", { state }));
 });
 
+// Inside Airflow the console's pages are shown by its "Training" view, whose address Airflow
+// keeps in step with the page's (/plugin/octotrain-tasks/octotrain/ui/tasks/5 shows
+// /octotrain/ui/tasks/5). A link to a console page gets that address, for the top window, so
+// that a middle-click, Ctrl-click or "Copy link" opens the page inside Airflow, not a bare
+// page; a plain click goes to Airflow's router as any link into Airflow does (above). Links
+// added later (tables drawn from the API) are given it too. Outside Airflow nothing changes.
+(function consoleLinksInsideAirflow() {
+  const script = document.currentScript;
+  if (!script || window.top === window) return;
+  const root = script.dataset.root;
+  const consoleView = script.dataset.console;
+  try {
+    if (new URL(consoleView, window.location.href).origin !== window.top.location.origin) return;
+  } catch {
+    return; // embedded by a page of another origin
+  }
+  const pages = `${root}/ui/`;
+  function throughAirflow(link) {
+    if (link.target || link.hasAttribute("download") || link.getAttribute("href").startsWith("#")) return;
+    const url = new URL(link.href, window.location.href);
+    if (url.origin !== window.location.origin || !url.pathname.startsWith(pages)) return;
+    if (url.pathname.startsWith(`${pages}static/`)) return;
+    link.href = `${consoleView}${url.pathname}${url.search}${url.hash}`;
+    link.target = "_top";
+  }
+  function rewrite(node) {
+    if (node.nodeType !== Node.ELEMENT_NODE) return;
+    if (node.matches("a[href]")) throughAirflow(node);
+    for (const link of node.querySelectorAll("a[href]")) throughAirflow(link);
+  }
+  const start = () => {
+    rewrite(document.body);
+    new MutationObserver((changes) => {
+      for (const change of changes) {
+        if (change.type === "attributes") rewrite(change.target);
+        else for (const node of change.addedNodes) rewrite(node);
+      }
+    }).observe(document.body, { childList: true, subtree: true, attributes: true, attributeFilter: ["href"] });
+  };
+  if (document.body) start(); else document.addEventListener("DOMContentLoaded", start);
+})();
+
 // Airflow's look inside Airflow's iframe. The iframe is of Airflow's origin, so the page reads
 // the top window: its colour mode (Chakra UI's class "dark" or "light" on <html>) and the values
 // of Chakra's semantic colour tokens, which pages.css uses through its own variables (--bg, --fg,
@@ -212,3 +254,72 @@ if (document.readyState !== "loading") localizeDates();
 window.addEventListener("storage", (event) => {
   if (event.key === "timezone" || event.key === null) localizeDates();
 });
+
+// A run as a person names it everywhere in the console: "#23" (its catalog id) with when and
+// how it started ("#23 · 2026-05-04 10:00:00, manual by ann").
+function runName(run) {
+  const how = run.triggered_by ? `${run.trigger} by ${run.triggered_by}` : run.trigger;
+  return `#${run.id} · ${formatDateTime(run.started_at)}, ${how}`;
+}
+
+// Ask before an action that cannot be taken back (stop a run, resume one): a modal dialog of
+// the page, since Airflow's iframe sandbox blocks the browser's own modals. ``act`` runs on
+// the confirming button and answers the API's answer ({ok, status, body}); a refusal is shown
+// inside the dialog, which stays open; success closes it. Escape and Cancel close it.
+function confirmFirst({ title, text, confirm, danger = false }, act) {
+  const shown = element("dialog", undefined, "confirm-dialog");
+  const form = element("form");
+  form.method = "dialog";
+  const problems = element("div", undefined, "notice problem");
+  problems.setAttribute("role", "alert");
+  problems.hidden = true;
+  const cancel = element("button", "Cancel", "cancel");
+  cancel.type = "button";
+  const go = element("button", confirm, danger ? "danger" : "primary");
+  go.type = "submit";
+  const buttons = element("div", undefined, "dialog-buttons");
+  buttons.append(cancel, go);
+  form.append(element("h2", title), element("p", text), problems, buttons);
+  shown.append(form);
+  document.body.append(shown);
+  shown.addEventListener("close", () => shown.remove());
+  cancel.addEventListener("click", () => shown.close());
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    go.disabled = cancel.disabled = true;
+    const answer = await act().catch((error) => ({ ok: false, body: { detail: error.message } }));
+    go.disabled = cancel.disabled = false;
+    if (answer.ok) {
+      shown.close();
+      return;
+    }
+    problems.textContent = answer.body.detail || `refused (${answer.status})`;
+    problems.hidden = false;
+  });
+  shown.showModal();
+  go.focus();
+}
+
+// A note of Airflow's (Markdown there) shown as Airflow renders its common parts: paragraphs,
+// **strong**, *emphasis* and `code`; anything else stays as written. Built as elements, never
+// as HTML, so a note cannot inject markup.
+function markdownNote(text) {
+  const note = element("div", undefined, "note-text");
+  for (const paragraph of text.split(/\n\s*\n/)) {
+    const shown = element("p");
+    for (const part of paragraph.split(/(\*\*[^*]+\*\*|`[^`]+`|\*[^*\s][^*]*\*)/)) {
+      if (!part) continue;
+      if (part.startsWith("**") && part.endsWith("**") && part.length > 4) {
+        shown.append(element("strong", part.slice(2, -2)));
+      } else if (part.startsWith("`") && part.endsWith("`") && part.length > 2) {
+        shown.append(element("code", part.slice(1, -1)));
+      } else if (part.startsWith("*") && part.endsWith("*") && part.length > 2) {
+        shown.append(element("em", part.slice(1, -1)));
+      } else {
+        shown.append(part);
+      }
+    }
+    note.append(shown);
+  }
+  return note;
+}

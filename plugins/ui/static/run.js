@@ -1,8 +1,9 @@
 // A run's page: its duration, and what Airflow knows of its DAG run, read from Airflow's own
 // REST API with the user's session (the page is of Airflow's origin): the phase (the state of
 // each stage's task instance), the conf it was triggered with and the note on it (who stopped
-// it). While the run is active, the page follows it, and reloads once the catalog says it
-// ended, so that its outcome (reason, model version) is shown as recorded. Text is only ever
+// it, rendered as Airflow renders it). While the run is active, the page follows it, and
+// reloads once the catalog says it ended, so that its outcome (reason, model version) is shown
+// as recorded. Stop and Resume ask first; Resume opens the new run's page. Text is only ever
 // set as text.
 "use strict";
 
@@ -24,12 +25,22 @@
     shown.textContent = shown.dataset.end ? text : `${text} so far`;
   }
 
-  // Each stage's task instance as Airflow shows it (mapped ones by index), in the DAG's order.
+  // The stages in the order a run goes through them (the DAG's, dags/factory.py); a stage not
+  // named here comes after them, in the order it started.
+  const PIPELINE = ["validate", "stage_data", "launch", "collect_logs", "archive_model", "delete_service"];
+  const place = (instance) => {
+    const index = PIPELINE.indexOf(instance.task_id);
+    return index < 0 ? PIPELINE.length : index;
+  };
+
+  // Each stage's task instance as Airflow shows it (mapped ones by index), in pipeline order.
   async function showPhase() {
     const shown = document.getElementById("run-phase");
     try {
       const body = await getJson(`${dagRun}/taskInstances?limit=100&order_by=start_date`);
-      const stages = body.task_instances.map((instance) => {
+      const ordered = body.task_instances.map((instance, started) => [place(instance), started, instance])
+        .sort((a, b) => a[0] - b[0] || a[1] - b[1]).map(([, , instance]) => instance);
+      const stages = ordered.map((instance) => {
         const name = instance.map_index >= 0 ? `${instance.task_id}[${instance.map_index}]` : instance.task_id;
         const badge = element("span", `${name}: ${instance.state || "waiting"}`, `state state-${instance.state || "none"}`);
         badge.dataset.stage = instance.task_id;
@@ -66,7 +77,7 @@
         : [element("span", "none: it ran with the task's saved settings")]));
       conf.append(element("span", ` (Airflow's state of the DAG run: ${body.state})`, "muted"));
       note.className = body.note ? "" : "muted";
-      note.textContent = body.note || "—";
+      note.replaceChildren(body.note ? markdownNote(body.note) : "—");
     } catch (error) {
       conf.className = "error";
       conf.textContent = `Airflow's DAG run could not be read: ${error.message}`;
@@ -88,6 +99,46 @@
     }
     setTimeout(follow, FOLLOW_MS);
   }
+
+  function say(text, problem) {
+    const shown = document.getElementById("run-message");
+    shown.textContent = text;
+    shown.className = problem ? "notice problem" : "notice";
+    shown.hidden = false;
+  }
+
+  const run = `#${page.dataset.run}`;
+  document.getElementById("stop-run")?.addEventListener("click", (event) => {
+    const button = event.currentTarget;
+    confirmFirst({
+      title: `Stop run ${run}?`,
+      text: "Every node is stopped (SIGTERM, then SIGKILL after the grace period); every log is " +
+        "kept and no model version is archived. A checkpoint it synced can be resumed later.",
+      confirm: "Stop the run",
+      danger: true,
+    }, async () => {
+      const answer = await sendJson("POST", `${catalogRun}/stop`);
+      if (answer.ok) {
+        button.disabled = true;
+        say(`Stopping run ${run}: ${answer.body.stopping_because}…`);
+      }
+      return answer;
+    });
+  });
+  document.getElementById("resume-run")?.addEventListener("click", () => {
+    confirmFirst({
+      title: `Resume run ${run}?`,
+      text: "A new run of the task starts, its nodes restoring the checkpoint this run left, " +
+        "with the task's saved settings.",
+      confirm: "Resume",
+    }, async () => {
+      const answer = await sendJson("POST", `${catalogRun}/resume`, { request_id: crypto.randomUUID() });
+      if (answer.ok) {
+        window.location.assign(`${page.dataset.root}/ui/tasks/${page.dataset.task}/runs/${answer.body.run.id}`);
+      }
+      return answer;
+    });
+  });
 
   follow().then(() => {
     page.dataset.ready = "true";

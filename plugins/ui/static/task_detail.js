@@ -37,11 +37,7 @@
     return seconds < 120 ? `${seconds} s` : `${Math.round(seconds / 60)} min`;
   }
 
-  // A run as a person names it: when and how it started ("2026-05-04 10:00:00, manual by ann").
-  function runLabel(run) {
-    const how = run.triggered_by ? `${run.trigger} by ${run.triggered_by}` : run.trigger;
-    return `${formatDateTime(run.started_at)}, ${how}`;
-  }
+  const runPage = (id) => `${root}/ui/tasks/${page.dataset.task}/runs/${id}`;
 
   function parametersOf(run) {
     const shown = Object.entries(run.parameters || {});
@@ -66,16 +62,23 @@
     const pick = element("input", undefined, "compare-pick");
     pick.type = "checkbox";
     pick.checked = comparing.has(run.id);
-    pick.setAttribute("aria-label", `compare ${runLabel(run)}`);
+    pick.setAttribute("aria-label", `compare ${runName(run)}`);
     pick.addEventListener("change", () => {
       if (pick.checked) comparing.add(run.id); else comparing.delete(run.id);
       showCompare();
     });
     const named = element("td", undefined, "run-label");
-    const link = element("a", runLabel(run), "run-link");
-    link.href = `${root}/ui/tasks/${page.dataset.task}/runs/${run.id}`;
+    const link = element("a", runName(run), "run-link");
+    link.href = runPage(run.id);
     link.title = `Airflow run ${run.airflow_run_id}`;
     named.append(link);
+    if (run.resumed_from !== null) {
+      const earlier = element("a", `#${run.resumed_from}`, "resumed-from");
+      earlier.href = runPage(run.resumed_from);
+      const line = element("div", "resumed from ", "muted");
+      line.append(earlier);
+      named.append(line);
+    }
     const state = element("td");
     state.append(element("span", run.state, `state state-${run.state}`));
     if (run.message && !ACTIVE.has(run.state)) state.append(element("div", run.message, "run-reason"));
@@ -86,6 +89,13 @@
       stop.disabled = stopping !== null && stopping.id === run.id;
       stop.addEventListener("click", () => stopRun(run, stop));
       actions.append(stop);
+    }
+    if (run.resumable) {
+      const resume = element("button", "Resume", "resume");
+      resume.type = "button";
+      resume.title = "A new run that starts from the checkpoint this one left";
+      resume.addEventListener("click", () => resumeRun(run));
+      actions.append(resume);
     }
     row.append(cell(pick), named, state, element("td", duration(run)), cell(parametersOf(run)),
                element("td", run.model_version === null ? "—" : `v${run.model_version}`), views, actions);
@@ -122,16 +132,39 @@
     }
   }
 
-  async function stopRun(run, button) {
-    button.disabled = true;
-    const answer = await sendJson("POST", `${api}/runs/${run.id}/stop`);
-    if (answer.ok) {
-      stopping = { id: run.id, because: answer.body.stopping_because };
-      message(`Stopping the run of ${runLabel(run)}: ${answer.body.stopping_because}…`);
-    } else {
-      message(answer.body.detail || `stop failed (${answer.status})`, true);
-    }
-    showRuns();
+  function stopRun(run, button) {
+    confirmFirst({
+      title: `Stop run #${run.id}?`,
+      text: "Every node is stopped (SIGTERM, then SIGKILL after the grace period); every log is " +
+        "kept and no model version is archived. A checkpoint it synced can be resumed later.",
+      confirm: "Stop the run",
+      danger: true,
+    }, async () => {
+      const answer = await sendJson("POST", `${api}/runs/${run.id}/stop`);
+      if (answer.ok) {
+        button.disabled = true;
+        stopping = { id: run.id, because: answer.body.stopping_because };
+        message(`Stopping run ${runName(run)}: ${answer.body.stopping_because}…`);
+        showRuns();
+      }
+      return answer;
+    });
+  }
+
+  function resumeRun(run) {
+    confirmFirst({
+      title: `Resume run #${run.id}?`,
+      text: "A new run of the task starts, its nodes restoring the checkpoint this run left, " +
+        "with the task's saved settings.",
+      confirm: "Resume",
+    }, async () => {
+      const answer = await sendJson("POST", `${api}/runs/${run.id}/resume`, { request_id: crypto.randomUUID() });
+      if (answer.ok) {
+        message(`Started run #${answer.body.run.id}, resuming run #${run.id}.`);
+        showRuns();
+      }
+      return answer;
+    });
   }
 
   // Once the run a Stop was asked for has ended, the banner says so (not "stopping" for ever).
@@ -140,8 +173,8 @@
     const run = runs.find((item) => item.id === stopping.id);
     if (!run || ACTIVE.has(run.state)) return;
     const why = run.message || stopping.because;
-    message(run.state === "stopped" ? `The run of ${runLabel(run)} stopped: ${why}.`
-      : `The run of ${runLabel(run)} ended ${run.state} before the stop took hold: ${why}.`);
+    message(run.state === "stopped" ? `Run ${runName(run)}: ${why}.`
+      : `Run ${runName(run)} ended ${run.state} before the stop took hold: ${why}.`);
     stopping = null;
   }
 
@@ -182,6 +215,9 @@
 
   function showRunSettings() {
     const settings = document.getElementById("run-settings");
+    const env = document.getElementById("run-env");
+    settings.replaceChildren();
+    env.replaceChildren();
     settings.append(settingInput("node_count", "Nodes", saved.node_count || 1, "int"),
                     settingInput("priority", "Priority (higher runs first)", saved.priority || 0, "int"),
                     settingInput("max_wait_seconds", "Longest wait, s", saved.max_wait_seconds, "int"),
@@ -192,7 +228,6 @@
                                    declaration.choices));
     }
     const variables = { ...((algorithm && algorithm.env) || {}), ...(saved.env || {}) };
-    const env = document.getElementById("run-env");
     if (Object.keys(variables).length) env.append(element("h3", "Environment variables"));
     for (const [name, value] of Object.entries(variables)) {
       env.append(settingInput(`env.${name}`, name, value, "string"));
@@ -232,7 +267,8 @@
       for (let attempt = 0; attempt < NOT_PARSED_TRIES; attempt += 1) {
         const answer = await sendJson("POST", `${api}/runs`, request);
         if (answer.ok) {
-          status.textContent = `Started the run of ${runLabel(answer.body.run)}`;
+          status.textContent = `Started run ${runName(answer.body.run)}; the fields are the task's again.`;
+          showRunSettings();  // the next run starts from the saved settings, not this one's
           await showRuns();
           return;
         }

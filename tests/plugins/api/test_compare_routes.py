@@ -87,9 +87,9 @@ def test_runs_side_by_side(api: Api) -> None:
     body = answer.json()
     labels = [run["label"] for run in body["runs"]]
     assert labels == [
-        f"compare-a · run {one}",
-        f"compare-a · run {two}",
-        f"compare-b · run {three}",
+        f"compare-a · #{one}",
+        f"compare-a · #{two}",
+        f"compare-b · #{three}",
     ]
     assert body["project"] == "demo" and body["runs"][2]["task_id"] == second
     charts = {chart["name"]: chart for chart in body["charts"]}
@@ -115,9 +115,9 @@ def test_one_chart_of_every_run_on_a_shared_x(api: Api) -> None:
     assert answer.status_code == 200, answer.text
     body = answer.json()
     assert body["x_name"] == "step" and body["lines"] == ["loss"] and body["x"] == [0, 5, 10]
-    assert body["values"] == {f"run {one}": {"loss": [2.0, None, 1.0]},
-                              f"run {two}": {"loss": [None, 1.5, 0.9]}}  # fmt: skip
-    assert body["missing"] == [f"run {silent}"] and body["downsampled"] is False
+    assert body["values"] == {f"#{one}": {"loss": [2.0, None, 1.0]},
+                              f"#{two}": {"loss": [None, 1.5, 0.9]}}  # fmt: skip
+    assert body["missing"] == [f"#{silent}"] and body["downsampled"] is False
     nobody = api.client.get("/api/v1/compare/charts/acc", params={"runs": runs(one, two)},
                             headers=alice)  # fmt: skip
     assert nobody.status_code == 404 and "'acc'" in nobody.json()["detail"]
@@ -132,7 +132,7 @@ def test_a_long_run_is_downsampled_with_its_peaks(api: Api) -> None:
                           params={"runs": runs(long, short), "points": 100},
                           headers=api.as_user("alice")).json()  # fmt: skip
     assert body["downsampled"] is True and len(body["x"]) <= 200
-    assert 99.0 in body["values"][f"run {long}"]["loss"]
+    assert 99.0 in body["values"][f"#{long}"]["loss"]
 
 
 def test_bad_runs_are_refused_naming_the_field(api: Api) -> None:

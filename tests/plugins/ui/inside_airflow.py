@@ -16,8 +16,16 @@ from tests.live_airflow import HTTP_SECONDS, SCHEDULER_SECONDS, LiveAirflow, dem
 # page retries its start for up to 90 s meanwhile), start the run, stop it.
 AIRFLOW_MS = SCHEDULER_SECONDS * 1000
 
-# Trains until it is stopped.
-SLOW_TRAINING = "import time\nprint('training until stopped', flush=True)\ntime.sleep(600)\n"
+# Writes a checkpoint (so that a stopped run can be resumed), then trains until it is stopped.
+# (Short words: the algorithms table shows the command, and a test checks that it fits 1100 px.)
+SLOW_TRAINING = (
+    "import os, time\n"
+    "key = 'CHECKPOINT'\n"
+    "path = os.getenv(key) + '/state'\n"
+    "with open(path, 'w') as out:\n"
+    "    out.write('1')\n"
+    "print('training until stopped', flush=True)\ntime.sleep(600)\n"
+)
 
 
 def console_airflow(root: Path) -> Iterator[LiveAirflow]:

@@ -93,7 +93,12 @@ def test_a_model_versions_lineage_both_ways(api: Api) -> None:
     page = api.client.get("/ui/models/demo/house-price-model/3", headers=alice)
     assert page.status_code == 200
     assert f'<a href="/ui/tasks/{task["id"]}">uses-v3</a>' in page.text
-    assert "manual__&lt;i&gt;x&lt;/i&gt;</a>" in page.text and "<i>x" not in page.text
+    # A run is named "#<its id>" and links to its page in the console; Airflow's id (escaped)
+    # is in its title.
+    launched = used["runs"][0]["id"]
+    assert (f'<a href="/ui/tasks/{task["id"]}/runs/{launched}" '
+            f'title="manual__&lt;i&gt;x&lt;/i&gt;">#{launched}</a>') in page.text  # fmt: skip
+    assert "<i>x" not in page.text
     assert "<dt>Imported</dt><dd>by " in page.text  # made from: an import, not a run
     # Delete from the version's own page, which then goes back to the repositories
     assert _delete_url(page.text, "house-price-model v3") == (

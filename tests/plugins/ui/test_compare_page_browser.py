@@ -78,9 +78,7 @@ def test_comparing_runs_in_a_browser(api: Api) -> None:
 
         page.wait_for_url(f"**/ui/compare?runs={first},{second}")
         expect(page.locator("#compare-page")).to_have_attribute("data-loaded", "true")
-        expect(page.locator("#compare-table thead th a")).to_have_text(
-            [f"run {first}", f"run {second}"]
-        )
+        expect(page.locator("#compare-table thead th a")).to_have_text([f"#{first}", f"#{second}"])
         expect(page.locator("#compare-table tr.differs")).to_have_count(1)
         expect(page.locator("#compare-table tr.differs td")).to_have_text(["0.1", "0.01"])
         expect(page.locator("#compare-table tr.parameter")).to_have_count(3)
@@ -92,12 +90,12 @@ def test_comparing_runs_in_a_browser(api: Api) -> None:
         )
         expect(page.locator("#charts .chart-card")).to_have_count(2)
         expect(page.locator("#charts [data-chart=acc] h2")).to_contain_text(
-            f"not declared by run {first}"
+            f"not declared by #{first}"
         )
-        assert series_names(page, "#charts [data-chart=loss]") == [f"run {first}", f"run {second}"]
+        assert series_names(page, "#charts [data-chart=loss]") == [f"#{first}", f"#{second}"]
         assert series_names(page, "#charts [data-chart=acc]") == [
-            f"run {second} · top1",
-            f"run {second} · top5",
+            f"#{second} · top1",
+            f"#{second} · top5",
         ]
         trend = page.locator("#trend [data-trend=loss]")
         expect(trend.locator("h2")).to_contain_text("3 of 3 runs")
@@ -119,14 +117,14 @@ def test_comparing_runs_in_a_browser(api: Api) -> None:
         expect(page.locator("#compare-page")).to_have_attribute("data-loaded", "true")
         offered = page.get_by_label("Run to add")
         expect(offered.locator(f"option[value='{added}']")).to_contain_text(
-            f"compare-other · run {added}, success, started 2026-11-04"
+            f"compare-other · #{added}, success, started 2026-11-04"
         )
         offered.select_option(str(added))
         page.get_by_role("button", name="Add", exact=True).click()
         page.wait_for_url(f"**/ui/compare?runs={first},{second},{added}")
         expect(page.locator("#compare-page")).to_have_attribute("data-loaded", "true")
-        labels = [f"compare-browser · run {first}", f"compare-browser · run {second}",
-                  f"compare-other · run {added}"]  # fmt: skip
+        labels = [f"compare-browser · #{first}", f"compare-browser · #{second}",
+                  f"compare-other · #{added}"]  # fmt: skip
         expect(page.locator("#compare-table thead th a:not(.remove-run)")).to_have_text(labels)
         assert series_names(page, "#charts [data-chart=loss]") == labels
         page.screenshot(path=screenshot_path("compare-page-added-dark"), full_page=True)
@@ -171,7 +169,7 @@ def test_runs_that_cannot_be_compared_are_answered_on_the_page(api: Api) -> None
     one, two = new_run(task, "r1"), new_run(task, "r2")
     alice = api.as_user("alice")
     shown = api.client.get(f"/ui/compare?runs={one},{two}", headers=alice)
-    assert shown.status_code == 200 and f"run {two}" in shown.text
+    assert shown.status_code == 200 and f"#{two}" in shown.text
     unknown = api.client.get(f"/ui/compare?runs={one},999999", headers=alice)
     assert unknown.status_code == 400
     assert "runs: no run 999999 in the projects you are a member of" in unknown.text

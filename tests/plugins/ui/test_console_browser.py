@@ -1,8 +1,10 @@
 """The console in headless chromium against a real Airflow (api-server with the plugin,
 scheduler with the LocalExecutor, dag-processor): create a task through the form, see the
 rules' error next to its field, save it, run it from its page (the DAG is parsed within
-seconds of the save), watch it run, and stop it. Inside Airflow's own UI, where the pages are
-in Airflow's sandboxed iframe (no top navigation, no modals): links into Airflow go there on a
+seconds of the save), watch it run, stop it (asked first), see it stopped on its page (failed
+in Airflow, with the note), resume it from its checkpoint and stop that run too. Inside
+Airflow's own UI, where the pages are in Airflow's sandboxed iframe (no top navigation, no
+modals): links into Airflow go there on a
 click, through Airflow's router; Copy and Delete work through the page's dialogs; the run tabs
 of another DAG's run say that it is not a training run. Screenshots go to test-artifacts/."""
 
@@ -62,14 +64,41 @@ def test_create_see_an_error_run_and_stop_in_the_console(airflow: LiveAirflow) -
         expect(row).to_be_visible(timeout=AIRFLOW_MS)  # once Airflow has parsed the new DAG
         expect(row.locator(".state")).to_have_text("running", timeout=AIRFLOW_MS)
         page.screenshot(path=screenshot_path("console-task-running"), full_page=True)
-        row.get_by_role("button", name="Stop").click()
+        row.get_by_role("button", name="Stop").click()  # asked first, in a dialog of the page
+        confirm = page.get_by_role("dialog")
+        expect(confirm).to_contain_text(re.compile(r"Stop run #\d+\?"))
+        page.screenshot(path=screenshot_path("console-task-stop-asked"))
+        confirm.get_by_role("button", name="Stop the run").click()
+        expect(confirm).to_have_count(0)
         expect(page.locator("#task-message")).to_contain_text(
             "stopped by admin", timeout=HTTP_SECONDS * 1000
         )
         expect(row.locator(".state")).to_have_text("stopped", timeout=AIRFLOW_MS)
         expect(row.get_by_role("button", name="Stop")).to_have_count(0)
+        expect(row.locator(".run-reason")).to_contain_text(re.compile(r"^Stopped by admin at "))
         page.screenshot(path=screenshot_path("console-task-stopped"), full_page=True)
         run_id = row.get_attribute("data-airflow-run")
+        catalog_id = row.get_attribute("data-run")
+
+        # The stopped run's page: the stop in a line, Airflow's note rendered, the DAG run
+        # failed in Airflow (no stopped state there), and Resume from its checkpoint.
+        row.locator(".run-link").click()
+        expect(page.locator("#run-page[data-ready=true]")).to_be_attached()
+        expect(page.locator("h1")).to_contain_text(f"Run #{catalog_id} of console-task")
+        expect(page.locator("#run-reason")).to_contain_text(re.compile(r"Stopped by admin at "))
+        expect(page.locator("#run-note strong")).to_have_text("Stopped by admin")
+        expect(page.locator("#run-conf")).to_contain_text("Airflow's state of the DAG run: failed")
+        page.screenshot(path=screenshot_path("console-run-stopped"), full_page=True)
+        page.get_by_role("button", name="Resume").click()
+        page.get_by_role("dialog").get_by_role("button", name="Resume").click()
+        page.wait_for_url(re.compile(r"/runs/\d+$"))
+        expect(page.locator("#run-resumed-from a")).to_have_text(f"#{catalog_id}")
+        page.get_by_role("button", name="Stop").click()
+        page.get_by_role("dialog").get_by_role("button", name="Stop the run").click()
+        expect(page.locator("#run-message")).to_contain_text("stopped by admin")
+        expect(page.locator("#run-state")).to_have_text("stopped", timeout=AIRFLOW_MS)
+        page.locator("#run-resumed-from a").click()
+        expect(page.locator("#run-resumed-by a")).to_have_count(1)
 
         page.goto(f"{airflow.url}/octotrain/ui/tasks?status=stopped")
         expect(page.locator("a.task-name")).to_have_text(["console-task"])
@@ -77,14 +106,29 @@ def test_create_see_an_error_run_and_stop_in_the_console(airflow: LiveAirflow) -
         # Inside Airflow's UI: a click on the run's Metrics goes to that tab of the DAG run
         page.goto(f"{airflow.url}/plugin/octotrain-tasks")
         console = airflow_frame(page, "Training")
-        console.locator("tr", has_text="console-task").get_by_role("link", name="Metrics").click()
+        # The stopped run's Metrics (the task's recent runs are listed: the resumed one too)
+        metrics_tab = f"/runs/{quote(run_id, safe='')}/plugin/octotrain-metrics"
+        console.locator(f"tr a[href$='{metrics_tab}']").click()
         expect(page).to_have_url(
             re.compile(re.escape(f"/runs/{quote(run_id, safe='')}/plugin/octotrain-metrics") + "$")
         )
         metrics = airflow_frame(page, "Metrics")
         expect(metrics.get_by_role("heading", name=re.compile("Training metrics"))).to_be_visible()
         page.screenshot(path=screenshot_path("console-metrics-tab-of-the-run"))
-        page.go_back()  # Airflow's router took the click: Back returns to the console
+        # From Airflow's tab back to the run's page in the console: a real address inside
+        # Airflow (a Ctrl-click or "Copy link" opens it there), followed by Airflow's router
+        back_to_run = metrics.locator("#console-run-link")
+        console_run = re.compile(
+            rf"/plugin/octotrain-tasks/octotrain/ui/tasks/\d+/runs/{catalog_id}$"
+        )
+        expect(back_to_run).to_have_attribute("href", console_run)
+        back_to_run.click()
+        expect(page).to_have_url(console_run)
+        expect(
+            airflow_frame(page, "Training").locator("#run-page[data-ready=true]")
+        ).to_be_attached()
+        page.go_back()
+        page.go_back()  # Airflow's router took the clicks: Back returns to the console
         expect(page).to_have_url(re.compile(r"/plugin/octotrain-tasks"))
         expect(console.locator("a.task-name", has_text="console-task")).to_be_visible()
 
@@ -102,7 +146,14 @@ def test_links_copy_and_delete_inside_airflows_ui(airflow: LiveAirflow) -> None:
         page = signed_in(browser.new_context(viewport={"width": 1600, "height": 900}), airflow)
         page.goto(f"{airflow.url}/plugin/octotrain-tasks")
         console = airflow_frame(page, "Training")
-        console.get_by_role("link", name="linked-task").click()  # within the console
+        task_link = console.get_by_role("link", name="linked-task")
+        # A console link is the page's address inside Airflow, for the top window: a
+        # Ctrl-click or "Copy link" opens it inside Airflow, not as a bare page
+        expect(task_link).to_have_attribute(
+            "href", re.compile(r"^/plugin/octotrain-tasks/octotrain/ui/tasks/\d+$")
+        )
+        expect(task_link).to_have_attribute("target", "_top")
+        task_link.click()  # within the console, through Airflow's router
         expect(console.locator("#task-page[data-ready=true]")).to_be_attached()
         expect(page).to_have_url(re.compile(r"/plugin/octotrain-tasks/octotrain/ui/tasks/\d+$"))
 

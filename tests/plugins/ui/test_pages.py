@@ -7,12 +7,14 @@ from __future__ import annotations
 import re
 from urllib.parse import quote
 
+import pytest
 from fastapi.testclient import TestClient
 
 from hooks.catalog import default_catalog
 from octotrain.catalog.models import Run, RunState
 from octotrain.contracts import dag_id_for
 from plugins.api.app import create_app
+from plugins.ui.pages import usage_amount
 from tests.factories import VALID_TASK
 from tests.plugins.api.conftest import Api, token
 
@@ -80,7 +82,12 @@ def test_links_into_airflow_are_under_airflows_root_and_for_the_top_window(api: 
             f'href="/airflow/dags/{dag_id}/runs/manual__1/plugin/octotrain-metrics" target="_top"'
             in listed
         )
-        assert '<script src="/airflow/octotrain/ui/static/common.js">' in listed
+        # common.js learns where the console's view is inside Airflow: a link to a console
+        # page gets that address (a Ctrl-click or "Copy link" opens it inside Airflow)
+        assert (
+            '<script src="/airflow/octotrain/ui/static/common.js" data-root="/airflow/octotrain" '
+            'data-console="/airflow/plugin/octotrain-tasks">' in listed
+        )
         detail = client.get(f"/ui/tasks/{task['id']}", headers=alice).text
         assert 'data-airflow="/airflow"' in detail
         assert f'href="/airflow/dags/{dag_id}" target="_top">{dag_id}</a>' in detail
@@ -179,3 +186,22 @@ def test_the_pages_own_files_are_served_behind_the_login(api: Api) -> None:
     assert api.client.get("/ui/static/logs.js").status_code == 401
     for name in ("other.js", "..%2Fpages.py", "%2e%2e%2fpages.py"):
         assert api.client.get(f"/ui/static/{name}", headers=alice).status_code == 404, name
+
+
+@pytest.mark.parametrize(
+    ("hours", "unit", "shown"),
+    [
+        (4.0, "node-hours", "4.00 node-hours"),
+        (0.5, "h", "0.50 h"),
+        (0.0, "GPU-hours", "0.00 GPU-hours"),
+        (0.04, "node-hours", "2.4 node-minutes"),  # not "0.04", and never "0.00"
+        (0.004, "CPU-hours", "14 CPU-seconds"),
+        (0.02, "h", "1.2 min"),
+        (0.0001, "", "0 s"),
+        (0.02, "", "1.2 min"),
+    ],
+)
+def test_a_short_run_s_usage_reads_in_minutes_or_seconds(
+    hours: float, unit: str, shown: str
+) -> None:
+    assert usage_amount(hours, unit) == shown
