@@ -24,7 +24,6 @@
   function valueOf(text, type, choices) {
     if (text === "") return undefined;
     if (type === "int" || type === "float") return numberOrText(text);
-    if (type === "bool") return text === "true" ? true : text === "false" ? false : text;
     if (type === "enum") return choices.find((choice) => String(choice) === text) ?? text;
     return text;
   }
@@ -66,7 +65,20 @@
     row.querySelector("[name=p-max]").disabled = !numeric;
     row.querySelector("[name=p-choices]").disabled = type !== "enum";
     row.querySelector("[name=p-max_length]").disabled = type !== "string";
-    row.querySelector("[name=p-default]").placeholder = type === "bool" ? "true or false" : type === "enum" ? "one of the choices" : "";
+    // The default's field follows the type: a switch for a bool, a hint of what it takes else.
+    const text = row.querySelector("[name=p-default]");
+    text.hidden = type === "bool";
+    row.querySelector(".switch").hidden = type !== "bool";
+    text.placeholder = TYPE_HINTS[type] || "";
+    row.querySelector("[name=p-min]").placeholder = numeric ? TYPE_HINTS[type] : "";
+    row.querySelector("[name=p-max]").placeholder = numeric ? TYPE_HINTS[type] : "";
+  }
+
+  const TYPE_HINTS = { int: "a whole number", float: "a number", enum: "one of the choices", string: "text" };
+
+  function showSwitch(row) {
+    const on = row.querySelector("[name=p-default-switch]");
+    on.nextElementSibling.textContent = on.checked ? "on (true)" : "off (false)";
   }
 
   function addRow(declaration = {}) {
@@ -74,7 +86,10 @@
     const field = (name) => row.querySelector(`[name=p-${name}]`);
     field("name").value = shown(declaration.name);
     field("type").value = declaration.type || "string";
-    field("default").value = shown(declaration.default);
+    field("default").value = declaration.type === "bool" ? "" : shown(declaration.default);
+    field("default-switch").checked = declaration.default === true;
+    field("default-switch").addEventListener("change", () => showSwitch(row));
+    showSwitch(row);
     field("min").value = shown(declaration.min);
     field("max").value = shown(declaration.max);
     field("choices").value = (declaration.choices || []).join(", ");
@@ -126,7 +141,7 @@
     const length = field("max_length").value.trim();
     if (type === "string" && length !== "") declaration.max_length = numberOrText(length);
     const fallback = field("default").value.trim();
-    const value = valueOf(fallback, type, choices);
+    const value = type === "bool" ? field("default-switch").checked : valueOf(fallback, type, choices);
     if (value !== undefined) declaration.default = value;
     return declaration;
   }

@@ -69,9 +69,16 @@ function markCurrent() {
   }
 }
 
+// A line that says an error or a warning (a logger's level, a traceback, Python's warnings)
+// stands out, so that a long log can be skimmed for them.
+const ERROR_LINE = /\b(ERROR|CRITICAL|FATAL|Traceback|Exception|Error:)|\bERROR\b|\b[A-Za-z]+Error\b/;
+const WARNING_LINE = /\b(WARNING|WARN)\b|\b[A-Za-z]*Warning\b/;
+
 function lineElement(line, hitOffset) {
   const shown = element("span", `${line.text}\n`, "line");
   shown.dataset.offset = line.offset;
+  if (ERROR_LINE.test(line.text)) shown.classList.add("line-error");
+  else if (WARNING_LINE.test(line.text)) shown.classList.add("line-warning");
   if (line.offset === hitOffset) shown.classList.add("hit");
   return shown;
 }
@@ -231,6 +238,26 @@ $("search").addEventListener("submit", runSearch);
 $("search-previous").addEventListener("click", () => goTo(state.current - 1));
 $("search-next").addEventListener("click", () => goTo(state.current + 1));
 $("earlier").addEventListener("click", earlier);
+
+// Up to 1200 px wide the log gets the width: the file list is folded behind "Files" when the
+// page opens, and a list opened with "Files" folds again once a file is chosen from it.
+const NARROW = window.matchMedia("(max-width: 1200px)");
+let openedWithFiles = false;
+function foldFiles(folded) {
+  document.querySelector("#logs-page .columns").classList.toggle("files-folded", folded);
+  $("toggle-files").setAttribute("aria-expanded", String(!folded));
+}
+$("toggle-files").addEventListener("click", () => {
+  openedWithFiles = $("toggle-files").getAttribute("aria-expanded") !== "true";
+  foldFiles(!openedWithFiles);
+});
+$("log-list").addEventListener("click", (event) => {
+  if (openedWithFiles && event.target.closest("a.name")) {
+    openedWithFiles = false;
+    foldFiles(true);
+  }
+});
+foldFiles(NARROW.matches);
 $("follow").addEventListener("change", follow);
 
 loadList().catch((error) => {
