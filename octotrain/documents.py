@@ -139,21 +139,67 @@ def shown_value(value: Any) -> str:
 
 
 def problems_of(error: ValidationError) -> list[FieldProblem]:
-    """pydantic's errors as field problems: dotted paths and rules a user can act on."""
+    """pydantic's errors as field problems: dotted paths and rules a user can act on, in words
+    ("give at least 1 item", not "List should have at least 1 item after validation")."""
     problems = []
     for item in error.errors():
         field = ".".join(str(part) for part in item["loc"])
         kind = item["type"]
-        if kind == "missing":
-            rule = "is required"
-        elif kind == "extra_forbidden":
-            rule = "is not a known field"
-        elif kind in ("value_error", "assertion_error"):
+        if kind in ("value_error", "assertion_error"):
             rule = item["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
         else:
-            rule = f"{item['msg'][:1].lower()}{item['msg'][1:]} (got {shown_value(item['input'])})"
+            rule = rule_in_words(kind, item.get("ctx") or {}, item.get("input"), item["msg"])
         problems.append(FieldProblem(field or "document", rule))
     return problems
+
+
+def _bound(value: Any) -> Any:
+    """A rule's bound as written: 0, not 0.0."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def rule_in_words(kind: str, ctx: dict[str, Any], value: Any, message: str) -> str:
+    """One of pydantic's error types as a rule a person reads, with the value it refused."""
+    got = f", got {shown_value(value)}"
+    if kind == "missing":
+        return "is required"
+    if kind == "extra_forbidden":
+        return "is not a known field"
+    if kind == "too_short":
+        return f"give at least {_plural(int(ctx['min_length']), 'item')}{got}"
+    if kind == "too_long":
+        return f"give at most {_plural(int(ctx['max_length']), 'item')}, got {ctx['actual_length']}"
+    if kind == "string_too_short":
+        least = int(ctx["min_length"])
+        return "must not be empty" if least == 1 else f"must be at least {least} characters{got}"
+    if kind == "string_too_long":
+        return f"must be at most {ctx['max_length']} characters, got {len(str(value))}"
+    words = {
+        "greater_than_equal": f"must be at least {_bound(ctx.get('ge'))}",
+        "greater_than": f"must be more than {_bound(ctx.get('gt'))}",
+        "less_than_equal": f"must be at most {_bound(ctx.get('le'))}",
+        "less_than": f"must be less than {_bound(ctx.get('lt'))}",
+        "int_type": "must be a whole number",
+        "int_parsing": "must be a whole number",
+        "int_from_float": "must be a whole number",
+        "float_type": "must be a number",
+        "float_parsing": "must be a number",
+        "bool_type": "must be true or false",
+        "bool_parsing": "must be true or false",
+        "string_type": "must be text",
+        "list_type": "must be a list",
+        "dict_type": "must be an object",
+        "model_type": "must be an object",
+        "literal_error": f"must be {ctx.get('expected')}",
+        "enum": f"must be {ctx.get('expected')}",
+    }
+    if kind in words:
+        return words[kind] + got
+    return f"{message[:1].lower()}{message[1:]}{' (' + got[2:] + ')'}"
 
 
 def parse_document(model: type[ModelT], document: object) -> ModelT:

@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from octotrain.catalog.access import Forbidden
+from octotrain.documents import rule_in_words
 from octotrain.errors import (
     Conflict,
     FieldProblem,
@@ -116,7 +117,8 @@ def _malformed(item: dict[str, Any]) -> dict[str, str]:
         position = item["loc"][-1]
         reason = (item.get("ctx") or {}).get("error", "")
         return {"field": "body", "rule": f"is not valid JSON: {reason} at character {position}"}
-    return {"field": _parameter(item["loc"]), "rule": item["msg"]}
+    rule = rule_in_words(item["type"], item.get("ctx") or {}, item.get("input"), item["msg"])
+    return {"field": _parameter(item["loc"]), "rule": rule}
 
 
 def _parameter(location: tuple[int | str, ...]) -> str:

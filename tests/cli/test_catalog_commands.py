@@ -38,7 +38,7 @@ def test_broken_rules_are_listed_one_per_line(cli: Cli) -> None:
     assert result.stderr.splitlines() == [
         "error: 3 rule(s) broken, nothing was saved:",
         "  name: must be 1-64 characters of Chinese or English letters, digits, '_' and '-'",
-        "  cpu: input should be greater than 0 (got -1)",
+        "  cpu: must be more than 0, got -1",
         "  extra: is not a known field",
     ]
 

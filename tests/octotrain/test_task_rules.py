@@ -110,7 +110,7 @@ INVALID: dict[str, tuple[dict[str, Any], str, str]] = {
     "name with a space": ({"name": "has space"}, "name", "Chinese or English letters"),
     "name with a semicolon": ({"name": "semi;colon"}, "name", "Chinese or English letters"),
     "name with an accent": ({"name": "café"}, "name", "Chinese or English letters"),
-    "name not a string": ({"name": 12}, "name", "valid string"),
+    "name not a string": ({"name": 12}, "name", "must be text, got 12"),
     "name taken in the project": ({"name": "演示-房价回归"}, "name", "already exists"),
     # description
     "257-character description": ({"description": "x" * 257}, "description", "at most 256"),
@@ -118,9 +118,9 @@ INVALID: dict[str, tuple[dict[str, Any], str, str]] = {
     # resource spec and nodes
     "unknown resource spec": ({"resource_spec": "nope"}, "resource_spec", "not available"),
     "another project's spec": ({"resource_spec": "other-spec"}, "resource_spec", "not available"),
-    "zero nodes": ({"node_count": 0}, "node_count", "greater than or equal to 1"),
-    "fractional nodes": ({"node_count": 1.5}, "node_count", "valid integer"),
-    "nodes as a string": ({"node_count": "2"}, "node_count", "valid integer"),
+    "zero nodes": ({"node_count": 0}, "node_count", "must be at least 1, got 0"),
+    "fractional nodes": ({"node_count": 1.5}, "node_count", "must be a whole number"),
+    "nodes as a string": ({"node_count": "2"}, "node_count", "must be a whole number"),
     "more nodes than the spec": ({"node_count": 5}, "node_count", "at most 4 for resource spec"),
     "more nodes than the project": (
         {"node_count": 65, "resource_spec": "big-cce"},
@@ -128,11 +128,11 @@ INVALID: dict[str, tuple[dict[str, Any], str, str]] = {
         "limit of project 'demo'",
     ),
     # priority
-    "fractional priority": ({"priority": 3.5}, "priority", "valid integer"),
-    "priority as a string": ({"priority": "10"}, "priority", "valid integer"),
-    "priority as a boolean": ({"priority": True}, "priority", "valid integer"),
-    "priority 51": ({"priority": 51}, "priority", "less than or equal to 50"),
-    "priority -51": ({"priority": -51}, "priority", "greater than or equal to -50"),
+    "fractional priority": ({"priority": 3.5}, "priority", "must be a whole number"),
+    "priority as a string": ({"priority": "10"}, "priority", "must be a whole number"),
+    "priority as a boolean": ({"priority": True}, "priority", "must be a whole number"),
+    "priority 51": ({"priority": 51}, "priority", "must be at most 50, got 51"),
+    "priority -51": ({"priority": -51}, "priority", "must be at least -50, got -51"),
     # algorithm, parameters, variables
     "unknown algorithm": ({"algorithm": "nope"}, "algorithm", "does not exist"),
     "another project's algorithm": ({"algorithm": "other-algo"}, "algorithm", "does not exist"),
@@ -210,9 +210,9 @@ INVALID: dict[str, tuple[dict[str, Any], str, str]] = {
         "must be at most 8192 characters, got 10000000",
     ),
     # uid
-    "uid -1": ({"run_as_uid": -1}, "run_as_uid", "greater than or equal to 0"),
-    "uid 65536": ({"run_as_uid": 65536}, "run_as_uid", "less than or equal to 65535"),
-    "uid as a string": ({"run_as_uid": "1000"}, "run_as_uid", "valid integer"),
+    "uid -1": ({"run_as_uid": -1}, "run_as_uid", "must be at least 0, got -1"),
+    "uid 65536": ({"run_as_uid": 65536}, "run_as_uid", "must be at most 65535, got 65536"),
+    "uid as a string": ({"run_as_uid": "1000"}, "run_as_uid", "must be a whole number"),
     # model repository and incremental training
     "unknown repository": ({"model_repository": "nope"}, "model_repository", "does not exist"),
     "another project's repository": (
@@ -249,7 +249,7 @@ INVALID: dict[str, tuple[dict[str, Any], str, str]] = {
     "input model version zero": (
         {"training_kind": "incremental", "input_models": models("house-price-model", 0)},
         "input_models.0.version",
-        "greater than or equal to 1",
+        "must be at least 1, got 0",
     ),
     "input model listed twice": (
         {"training_kind": "incremental", "input_models": models("house-price-model", 1, 1)},

@@ -11,7 +11,7 @@
 // the name of the part of the field when it is shown at a field above it. What has no place
 // goes to ``summary`` with the answer's detail. Returns the first element marked.
 function showProblems(form, summary, answer) {
-  for (const place of form.querySelectorAll("[data-error-for]")) place.textContent = "";
+  clearProblems(form, summary);
   const problems = answer.body.problems || [];
   const unplaced = [];
   let first = null;
@@ -23,10 +23,12 @@ function showProblems(form, summary, answer) {
       if (place && length < parts.length) problem.shown = `${partInWords(parts.slice(length))}: ${problem.rule}`;
     }
     if (!place) {
-      unplaced.push(`${problem.field}: ${problem.rule}`);
+      unplaced.push(`${partInWords(problem.field.split("."))}: ${problem.rule}`);
       continue;
     }
     place.append(element("span", problem.shown || problem.rule));
+    const field = form.elements.namedItem(place.dataset.errorFor);
+    if (field instanceof Element) field.setAttribute("aria-invalid", "true");
     first = first || place;
   }
   if (!problems.length) unplaced.push(answer.body.detail || `refused (${answer.status})`);
@@ -45,6 +47,7 @@ function partInWords(parts) {
 
 function clearProblems(form, summary) {
   for (const place of form.querySelectorAll("[data-error-for]")) place.textContent = "";
+  for (const marked of form.querySelectorAll("[aria-invalid]")) marked.removeAttribute("aria-invalid");
   summary.hidden = true;
 }
 

@@ -54,6 +54,11 @@ document.addEventListener("click", (event) => {
   const link = event.target.closest?.("a[target=_top][href]");
   if (!link || event.defaultPrevented || event.button !== 0 || window.top === window) return;
   if (event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+  if (link.dataset.inFrame) { // a console page from the console's own view: as before, in here
+    event.preventDefault();
+    window.location.assign(link.dataset.inFrame);
+    return;
+  }
   let top;
   try {
     top = window.top;
@@ -72,8 +77,10 @@ document.addEventListener("click", (event) => {
 // keeps in step with the page's (/plugin/octotrain-tasks/octotrain/ui/tasks/5 shows
 // /octotrain/ui/tasks/5). A link to a console page gets that address, for the top window, so
 // that a middle-click, Ctrl-click or "Copy link" opens the page inside Airflow, not a bare
-// page; a plain click goes to Airflow's router as any link into Airflow does (above). Links
-// added later (tables drawn from the API) are given it too. Outside Airflow nothing changes.
+// page. A plain click opens the page in this frame when this frame is the console's view
+// (Airflow's address follows, and Back returns, as for any page of the frame), else goes to
+// Airflow's router as any link into Airflow does (above). Links added later (tables drawn from
+// the API) are given the address too. Outside Airflow nothing changes.
 (function consoleLinksInsideAirflow() {
   const script = document.currentScript;
   if (!script || window.top === window) return;
@@ -85,6 +92,7 @@ document.addEventListener("click", (event) => {
     return; // embedded by a page of another origin
   }
   const pages = `${root}/ui/`;
+  const inConsoleView = window.top.location.pathname.startsWith(new URL(consoleView, window.location.href).pathname);
   function throughAirflow(link) {
     if (link.target || link.hasAttribute("download") || link.getAttribute("href").startsWith("#")) return;
     const url = new URL(link.href, window.location.href);
@@ -92,6 +100,7 @@ document.addEventListener("click", (event) => {
     if (url.pathname.startsWith(`${pages}static/`)) return;
     link.href = `${consoleView}${url.pathname}${url.search}${url.hash}`;
     link.target = "_top";
+    if (inConsoleView) link.dataset.inFrame = `${url.pathname}${url.search}${url.hash}`;
   }
   function rewrite(node) {
     if (node.nodeType !== Node.ELEMENT_NODE) return;

@@ -255,12 +255,24 @@
     return conf;
   }
 
+  // A refused setting of Run now in words: its field's label ("epochs: must be within …",
+  // not "conf.parameters.epochs: …"), the field itself marked.
+  function runProblem(problem) {
+    const name = problem.field.replace(/^conf\./, "").replace(/^parameters\./, "");
+    const input = document.querySelector(`#run-form [name="${CSS.escape(name)}"]`);
+    if (!input) return `${name.replaceAll("_", " ")}: ${problem.rule}`;
+    input.setAttribute("aria-invalid", "true");
+    const label = input.closest("label")?.firstChild?.textContent.trim() || name;
+    return `${label}: ${problem.rule}`;
+  }
+
   async function runNow(event) {
     event.preventDefault();
     const button = document.getElementById("run-now");
     const status = document.getElementById("run-status");
     const problems = document.getElementById("run-problems");
     problems.hidden = true;
+    for (const marked of document.querySelectorAll("#run-form [aria-invalid]")) marked.removeAttribute("aria-invalid");
     button.disabled = true;
     const request = { request_id: crypto.randomUUID(), conf: changedSettings() };
     try {
@@ -282,7 +294,7 @@
         problems.replaceChildren(element("strong", broken.length ? "The run was not started:"
           : `The run was not started: ${answer.body.detail || answer.status}`));
         const list = element("ul");
-        for (const problem of broken) list.append(element("li", `${problem.field.replace(/^conf\./, "")}: ${problem.rule}`));
+        for (const problem of broken) list.append(element("li", runProblem(problem)));
         if (broken.length) problems.append(list);
         problems.hidden = false;
         status.textContent = "";

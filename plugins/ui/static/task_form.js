@@ -298,8 +298,16 @@
   // Each problem once: its rule next to its field (with the field's label when it is shown at a
   // parent's place), and in the summary a link to it; a problem with no field on the form is
   // written out in the summary itself. The summary is scrolled into view and focused.
-  function showProblems(problems, detail) {
+  function showProblems(unordered, detail) {
     for (const shown of form.querySelectorAll(".field-error")) shown.replaceChildren();
+    for (const marked of form.querySelectorAll("[aria-invalid]")) marked.removeAttribute("aria-invalid");
+    // In the form's order, as a reader meets the fields; a problem with no field last.
+    const places = [...form.querySelectorAll("[data-error-for]")];
+    const order = (problem) => {
+      const at = places.indexOf(placeOf(problem.field));
+      return at < 0 ? places.length : at;
+    };
+    const problems = [...unordered].sort((a, b) => order(a) - order(b));
     const summary = document.getElementById("form-problems");
     const count = problems.length;
     summary.replaceChildren(element("strong", count
@@ -313,6 +321,8 @@
       if (target) {
         const line = element("span", target.dataset.errorFor === problem.field ? problem.rule : `${label}: ${problem.rule}`);
         target.append(...(target.childNodes.length ? [element("br")] : []), line);
+        const field = form.elements.namedItem(target.dataset.errorFor);
+        if (field instanceof Element) field.setAttribute("aria-invalid", "true");
         const link = element("a", label);
         link.href = `#${target.previousElementSibling?.id || ""}`;
         link.addEventListener("click", (event) => {

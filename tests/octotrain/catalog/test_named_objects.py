@@ -48,8 +48,8 @@ def test_names_are_unique_per_project_and_problems_come_together(rule_session: S
     with pytest.raises(InvalidInput) as caught:
         specs.create("demo", SPEC | {"name": "cpu-small", "cpu": 0, "memory_mib": "lots"})
     assert {p.field: p.rule for p in caught.value.problems} == {
-        "cpu": "input should be greater than 0 (got 0)",
-        "memory_mib": "input should be a valid integer (got 'lots')",
+        "cpu": "must be more than 0, got 0",
+        "memory_mib": "must be a whole number, got 'lots'",
         "name": "resource spec 'cpu-small' already exists in project 'demo'",
     }
     assert specs.create("other", SPEC | {"name": "cpu-small"}).project.name == "other"

@@ -158,7 +158,9 @@ READABLE = ["h1", "#log-list h2", "#log-list a.name", "#log-list .muted", "#file
 def assert_readable(page: Page) -> None:
     """The page's texts keep a contrast of at least 4.5:1 (WCAG AA) in the current theme."""
     contrasts = page.evaluate(CONTRASTS, READABLE)
-    assert all(ratio >= 4.5 for ratio in contrasts.values()), {k: v for k, v in contrasts.items() if v < 4.5}
+    assert all(ratio >= 4.5 for ratio in contrasts.values()), {
+        k: v for k, v in contrasts.items() if v < 4.5
+    }
 
 
 def search(page: Page, text: str, *, regex: bool = False) -> None:
