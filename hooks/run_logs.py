@@ -9,8 +9,6 @@ no name can reach outside the run.
 from __future__ import annotations
 
 import os
-import time
-import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +16,7 @@ from typing import BinaryIO
 
 from hooks.local_store import send_file
 from hooks.object_store import default_object_store
+from hooks.zip_stream import ZipMember, zip_chunks
 from octotrain.catalog.models import Run
 from octotrain.contracts import LOG_KINDS, NodeLogNames
 from octotrain.errors import NotFound
@@ -149,17 +148,9 @@ class RunLogs:
     def zip_chunks(self) -> Iterator[bytes]:
         """Every log file of the run as one zip (deflated: logs shrink several times), made
         as it is sent: nothing is staged, and memory stays a few chunks whatever the size."""
-        sink = _Chunks()
-        with zipfile.ZipFile(sink, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
-            for log in self.files():
-                when = time.localtime(log.modified)[:6]
-                info = zipfile.ZipInfo(f"{log.node}/{log.name}", date_time=when)
-                info.compress_type = zipfile.ZIP_DEFLATED
-                with archive.open(info, "w", force_zip64=True) as member:
-                    for chunk in self.chunks(log):
-                        member.write(chunk)
-                        yield from sink.drain()
-        yield from sink.drain()
+        members = (ZipMember(f"{log.node}/{log.name}", log.modified, self.chunks(log))
+                   for log in self.files())  # fmt: skip
+        return zip_chunks(members, deflate=True)
 
 
 def run_logs_of(run: Run, store: ObjectStore | None = None) -> RunLogs:
@@ -167,26 +158,3 @@ def run_logs_of(run: Run, store: ObjectStore | None = None) -> RunLogs:
     no plan yet (``validate`` has not recorded it) has no nodes, hence no files."""
     layout, nodes = recorded_layout(get_settings().runs_dir, run.task_id, run.plan or {})
     return RunLogs(layout, store or default_object_store(), nodes)
-
-
-class _Chunks:
-    """A write-only, unseekable file that hands what was written to a generator."""
-
-    def __init__(self) -> None:
-        self.pending: list[bytes] = []
-        self.position = 0
-
-    def write(self, data: bytes) -> int:
-        self.pending.append(bytes(data))
-        self.position += len(data)
-        return len(data)
-
-    def tell(self) -> int:
-        return self.position
-
-    def flush(self) -> None:
-        """Written bytes are handed over by ``drain``."""
-
-    def drain(self) -> Iterator[bytes]:
-        pending, self.pending = self.pending, []
-        yield from pending

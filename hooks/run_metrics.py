@@ -27,6 +27,7 @@ from octotrain.contracts import METRICS_META_FILE
 from octotrain.errors import NotFound
 from octotrain.metrics_meta import ChartMeta, MetricsMeta, parse_meta
 from octotrain.metrics_series import ChartColumns
+from octotrain.run_comparison import FinalValue, final_values
 from octotrain.run_layout import RunLayout, recorded_layout
 from octotrain.settings import get_settings
 from octotrain.storage import ObjectNotFound, ObjectStore
@@ -136,6 +137,25 @@ def metrics_of(run: Run, store: ObjectStore | None = None) -> RunMetrics:
     """The metrics of a catalog run, where this machine's settings say they are."""
     layout, nodes = recorded_layout(get_settings().runs_dir, run.task_id, run.plan or {})
     return RunMetrics(layout, store or default_object_store(), nodes)
+
+
+def first_node(reader: RunMetrics) -> str:
+    """The node whose charts stand for the run (compare, a model version's final metrics)."""
+    return reader.nodes[0] if reader.nodes else "single-0"
+
+
+def node_charts(reader: RunMetrics, node: str) -> list[ChartMeta]:
+    """The node's valid charts; none while it has written no meta file (or before its plan)."""
+    if node not in reader.nodes:
+        return []
+    meta = reader.meta(node)
+    return meta.charts if meta else []
+
+
+def chart_finals(reader: RunMetrics, node: str, chart: ChartMeta) -> dict[str, FinalValue]:
+    """Each line's last value in the node's chart, and the x it was written at."""
+    columns = reader.columns(node, chart)
+    return final_values(columns.x, dict(columns.lines))
 
 
 def forget_charts() -> None:

@@ -21,6 +21,7 @@ from plugins.api import (
     metrics_routes,
     openapi_routes,
     progress_routes,
+    stored_file_routes,
     task_routes,
 )
 from plugins.api.body_limit import BodyLimit
@@ -53,6 +54,7 @@ def create_app() -> FastAPI:
     api = APIRouter(prefix=API_PREFIX, dependencies=[Depends(get_user)], responses=ERROR_RESPONSES)
     api.include_router(catalog_routes.router)
     api.include_router(lineage_routes.router)
+    api.include_router(stored_file_routes.router)
     api.include_router(task_routes.router)
     api.include_router(log_routes.router)
     api.include_router(metrics_routes.router)

@@ -17,7 +17,7 @@ from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel
 
 from hooks.catalog import default_catalog
-from hooks.run_metrics import RunMetrics, metrics_of
+from hooks.run_metrics import RunMetrics, chart_finals, first_node, metrics_of, node_charts
 from octotrain.catalog.compared_runs import ComparedRun, compared_runs, retraining_runs
 from octotrain.catalog.models import Run, as_utc
 from octotrain.errors import NotFound
@@ -28,7 +28,6 @@ from octotrain.run_comparison import (
     RunFinals,
     RunPoints,
     align_by_x,
-    final_values,
     parameter_table,
     parse_run_ids,
     trend,
@@ -143,12 +142,12 @@ def compare(runs: RunIds, scope: CurrentScope) -> ComparisonView:
     finals: dict[str, dict[str, dict[str, FinalView]]] = {}
     for label, reader, node in metrics:
         finals[label] = {}
-        for chart in _charts(reader, node):
+        for chart in node_charts(reader, node):
             listed = charts.setdefault(chart.name, _chart_view(chart))
             listed.runs.append(label)
             finals[label][chart.name] = {
                 line: FinalView(x=final.x, value=final.value)
-                for line, final in _finals(reader, node, chart).items()
+                for line, final in chart_finals(reader, node, chart).items()
             }
     rows = parameter_table(parameters)
     return ComparisonView(
@@ -176,7 +175,7 @@ def compare_chart(
     found: list[tuple[str, ChartMeta, RunPoints, bool]] = []
     missing = []
     for label, reader, node in metrics:
-        chart = next((chart for chart in _charts(reader, node) if chart.name == name), None)
+        chart = next((chart for chart in node_charts(reader, node) if chart.name == name), None)
         if chart is None:
             missing.append(label)
             continue
@@ -231,7 +230,7 @@ def _trend_run_view(run: Run) -> TrendRunView:
 
 
 def _all_finals(reader: RunMetrics, node: str) -> dict[str, dict[str, FinalValue]]:
-    return {chart.name: _finals(reader, node, chart) for chart in _charts(reader, node)}
+    return {chart.name: chart_finals(reader, node, chart) for chart in node_charts(reader, node)}
 
 
 def _run_view(item: ComparedRun) -> ComparedRunView:
@@ -251,28 +250,12 @@ def _run_view(item: ComparedRun) -> ComparedRunView:
 
 def _first_node(run: Run) -> tuple[RunMetrics, str]:
     reader = metrics_of(run)
-    return reader, reader.nodes[0] if reader.nodes else "single-0"
-
-
-def _charts(reader: RunMetrics, node: str) -> list[ChartMeta]:
-    """The node's valid charts; none while it has written no meta file (or before its plan)."""
-    if node not in reader.nodes:
-        return []
-    meta = reader.meta(node)
-    return meta.charts if meta else []
+    return reader, first_node(reader)
 
 
 def _chart_view(chart: ChartMeta) -> ComparedChartView:
     return ComparedChartView(
         name=chart.name, description=chart.description, x=chart.x, lines=chart.lines, runs=[]
-    )
-
-
-def _finals(reader: RunMetrics, node: str, chart: ChartMeta) -> dict[str, FinalValue]:
-    columns = reader.columns(node, chart)
-    return final_values(
-        columns.x,
-        dict(columns.lines),
     )
 
 

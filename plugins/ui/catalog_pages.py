@@ -10,7 +10,8 @@ are the only ones.
 
 from __future__ import annotations
 
-from typing import Annotated
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 from airflow.api_fastapi.core_api.security import get_user
 from fastapi import APIRouter, Depends, Query, Request
@@ -19,10 +20,11 @@ from fastapi.responses import HTMLResponse
 
 from hooks.catalog import default_catalog
 from hooks.object_store import default_object_store
+from hooks.run_metrics import chart_finals, first_node, metrics_of, node_charts
 from octotrain.catalog.data_caches import DataCaches
 from octotrain.catalog.documents import CACHE_TTL_HOURS_MAX, DEFAULT_TTL_HOURS
 from octotrain.catalog.model_versions import ModelVersions
-from octotrain.catalog.models import AlgorithmType, AnnotationStatus
+from octotrain.catalog.models import AlgorithmType, AnnotationStatus, Run
 from octotrain.catalog.named_objects import Algorithms, Datasets, ModelRepositories
 from octotrain.catalog.projects import Projects
 from octotrain.catalog.usage import model_version_users
@@ -157,5 +159,54 @@ def model_version_page(
         )
         model = ModelVersionView.of(row)
         users = model_version_users(session, row)
+        files = sorted((path, int(entry["size"])) for path, entry in row.manifest.items())
+        finals = final_metrics(row.made_by) if row.made_by is not None else []
     return render("model_version.html", request, project=project, model=model, users=users,
-                  dag_id_for=dag_id_for)  # fmt: skip
+                  dag_id_for=dag_id_for, files=files[:SHOWN_FILES], file_total=len(files),
+                  datasets=datasets_read(model.inputs), finals=finals)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class FinalMetric:
+    """A chart line's last value in the run that made a model version (its first node's)."""
+
+    name: str  # "loss", or "accuracy · top1" for a line of a chart of several
+    value: float
+    x_name: str
+    x: float
+
+
+def final_metrics(run: Run) -> list[FinalMetric]:
+    """The final value of each chart line the run wrote, as compare shows them."""
+    reader = metrics_of(run)
+    node = first_node(reader)
+    shown = []
+    for chart in node_charts(reader, node):
+        for line, final in chart_finals(reader, node, chart).items():
+            name = (
+                chart.name
+                if len(chart.lines) == 1 and line == chart.name
+                else f"{chart.name} · {line}"
+            )
+            shown.append(FinalMetric(name, final.value, chart.x, final.x))
+    return shown
+
+
+# The files a version's page lists (a zip of all of them is one click away).
+SHOWN_FILES = 500
+# How a dataset version reached the training, as a version's lineage says it.
+VIA_IN_WORDS = {"dataset": "a data input", "mount": "a resource mount"}
+
+
+def datasets_read(inputs: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """Each dataset version a model was trained from, once, with how it reached the training
+    ("a data input and a resource mount", "cache c1"): an input that came both as a data input
+    and as a mount is one line that says so, not two."""
+    ways: dict[tuple[str, str], list[str]] = {}
+    for item in inputs:
+        if item.get("dataset"):
+            via = str(item.get("via") or "dataset")
+            said = VIA_IN_WORDS.get(via, via.replace("cache:", "cache "))
+            ways.setdefault((str(item["dataset"]), str(item["version"])), []).append(said)
+    return [(dataset, version, " and ".join(dict.fromkeys(how)))
+            for (dataset, version), how in ways.items()]  # fmt: skip

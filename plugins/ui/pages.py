@@ -124,6 +124,18 @@ def usage_amount(hours: float, unit: str = "") -> str:
 
 
 _templates.filters["usage_amount"] = usage_amount
+
+
+def run_duration(started_at: datetime, ended_at: datetime) -> str:
+    """How long an ended run took, as the task page says it: "42 s", "3 min", "2 h 5 min"."""
+    seconds = max(0, round((ended_at - started_at).total_seconds()))
+    if seconds < 120:
+        return f"{seconds} s"
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 120 else f"{minutes // 60} h {minutes % 60} min"
+
+
+_templates.filters["run_duration"] = run_duration
 # The task rules' limits, for the form's hints and the task page's defaults.
 _templates.globals.update(
     default_node_restarts=DEFAULT_MAX_NODE_RESTARTS,

@@ -183,6 +183,7 @@
     ).catch((error) => ({ ok: false, status: 0, body: { detail: error.message } }));
     button.disabled = false;
     if (answer.ok) {
+      sayOnNextPage(`Algorithm ${answer.body.name} ${saved ? "saved" : "created"}.`);
       window.location.assign(`${root}/ui/algorithms`);
       return;
     }

@@ -55,6 +55,13 @@ function clearProblems(form, summary) {
 // values fill the dialog's [data-fill] elements (names shown in its heading) and are given to
 // ``act(form, data)``, which sends and answers the API's answer; on success the page reloads, or
 // goes to the button's data-then (a page whose object is gone).
+// What a dialog's change says once made: "Deleted algorithm a1.", "Done: Publish." …
+function doneSaying(dialog, data) {
+  if (dialog.id === "delete-dialog") return `Deleted ${data.label || "it"}.`;
+  const title = dialog.querySelector("h2")?.textContent.trim().replace(/[?:]$/, "");
+  return title ? `Done: ${title}.` : "Done.";
+}
+
 function formDialog(dialog, act) {
   const form = dialog.querySelector("form");
   const summary = dialog.querySelector(".dialog-problems");
@@ -78,6 +85,7 @@ function formDialog(dialog, act) {
     const answer = await act(form, data).catch((error) => ({ ok: false, status: 0, body: { detail: error.message } }));
     for (const button of buttons) button.disabled = false;
     if (answer.ok) {
+      sayOnNextPage(doneSaying(dialog, data));
       if (data.then) window.location.assign(data.then);
       else window.location.reload();
       return;

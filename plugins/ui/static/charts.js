@@ -44,6 +44,7 @@ function nodeSelector(nodes, chosen, onChange) {
   const select = $("node");
   if (nodes.length < 2 || select.options.length) return;
   for (const name of nodes) select.append(new Option(name, name, false, name === chosen));
+  $("node-choice").firstChild.textContent = `node (${nodes.length} in this run) `;
   $("node-choice").hidden = false;
   select.addEventListener("change", () => onChange(select.value));
 }
@@ -89,13 +90,15 @@ document.addEventListener("octotrain:theme", () => {
 
 // The axis tooltip: the x value, then each line's value to six significant digits, and the
 // raw value next to a smoothed one (a point's third value).
-function tooltipFormatter(xLabel, byTime, unit = "") {
+// ``units``: the unit after each value, or a function of the series' name that gives it.
+function tooltipFormatter(xLabel, byTime, units = "") {
   return (params) => {
     if (!params.length) return "";
     const x = params[0].value[0];
     const head = byTime ? formatDateTime(new Date(x)) : `${xLabel} ${significant(x)}`;
     const rows = params.map((point) => {
       const [, shown, raw] = point.value;
+      const unit = typeof units === "function" ? units(point.seriesName) : units;
       const rawText = raw === undefined ? "" : ` <span class="raw">raw ${significant(raw)}${unit}</span>`;
       return `${point.marker}${escapeHtml(point.seriesName)} <b>${significant(shown)}${unit}</b>${rawText}`;
     });
@@ -336,7 +339,11 @@ async function refreshMetrics() {
 const RESOURCE_LABELS = {
   cpu_percent: "CPU %",
   memory_percent: "Memory %",
+  memory_bytes: "Memory MiB",
 };
+const MIB = 1024 * 1024;
+// Shown when the page opens: CPU and memory, the memory both in % of the node's limit and in MiB.
+const SHOWN_FIRST = new Set(["CPU %", "Memory %", "Memory MiB"]);
 
 function resourceLabel(column) {
   if (RESOURCE_LABELS[column]) return RESOURCE_LABELS[column];
@@ -379,19 +386,25 @@ function resourceSeries(entry) {
   const times = entry.samples.timestamps.map((t) => (t === null ? NaN : t * 1000));
   return {
     xAxis: { type: "time", ...sampleSpan(times), axisLabel: timeLabels(spanOf(times)) },
-    series: entry.columns.map((column, index) => ({
-      type: "line", name: entry.names[index], showSymbol: times.length <= FEW_POINTS, symbolSize: 6,
-      animation: false, data: pairs(times, nanForNull(entry.samples.columns[column] || [])),
-    })),
+    series: entry.columns.map((column, index) => {
+      const values = nanForNull(entry.samples.columns[column] || []);
+      const inMib = column === "memory_bytes";
+      return {
+        type: "line", name: entry.names[index], showSymbol: times.length <= FEW_POINTS, symbolSize: 6,
+        animation: false, yAxisIndex: inMib ? 1 : 0,
+        data: pairs(times, inMib ? values.map((value) => value / MIB) : values),
+      };
+    }),
   };
 }
 
 function resourcesOption(entry) {
   return {
     legend: { data: entry.names, selected: entry.selected, top: 4, left: 8, right: 8, type: "scroll" },
-    tooltip: { trigger: "axis", formatter: tooltipFormatter("time", true, " %") },
-    grid: { left: 48, right: 24, top: 56, bottom: 64 },
-    yAxis: { type: "value", min: 0, name: "%" },
+    tooltip: { trigger: "axis", formatter: tooltipFormatter("time", true, (name) => (name.endsWith("MiB") ? " MiB" : " %")) },
+    grid: { left: 48, right: 64, top: 56, bottom: 64 },
+    yAxis: [{ type: "value", min: 0, name: "%" },
+            { type: "value", min: 0, name: "MiB", position: "right", splitLine: { show: false } }],
     dataZoom: [{ type: "inside", filterMode: "none" }, { type: "slider", filterMode: "none", height: 18, bottom: 6 }],
     ...resourceSeries(entry),
   };
@@ -415,19 +428,20 @@ async function loadResources() {
   live = samples.live;
   nodeSelector(samples.nodes, node, (chosen) => { node = chosen; reset(); loadResources().catch(fail); });
   collectorNotices(samples);
-  const columns = Object.keys(samples.columns).filter((name) => name.endsWith("_percent"));
+  const columns = Object.keys(samples.columns)
+    .filter((name) => name.endsWith("_percent") || name === "memory_bytes");
   if (!columns.length) {
     if (samples.missing.includes("psutil")) return;
     notice(live ? `Node ${node} has no resource samples yet.`
                 : `Node ${node} of this run recorded no resource samples.`);
     return;
   }
-  const { box, tools, plot } = card(`Resource usage of ${node}`, "percent");
+  const { box, tools, plot } = card(`Resource usage of ${node}`, "percent, and memory in MiB");
   box.dataset.chart = "resources";
   const chart = echarts.init(plot, chartTheme());
   const names = columns.map(resourceLabel);
   const entry = { chart, card: box, columns, names, samples,
-                  selected: Object.fromEntries(names.map((name) => [name, name === "CPU %"])) };
+                  selected: Object.fromEntries(names.map((name) => [name, SHOWN_FIRST.has(name)])) };
   // A redraw (a theme change) keeps the legend's selection as the user left it.
   entry.redraw = () => {
     entry.selected = chart.getOption().legend[0].selected;

@@ -332,3 +332,31 @@ function markdownNote(text) {
   }
   return note;
 }
+
+// What a change said once it was made, shown on the page it led to ("Training task t1
+// created."): kept for the next page of this tab only (sessionStorage), shown under that
+// page's header and then forgotten, so that Back or a reload does not say it again.
+const SAID_KEY = "octotrain:said";
+function sayOnNextPage(text) {
+  try {
+    sessionStorage.setItem(SAID_KEY, text);
+  } catch {
+    // storage refused (a private window's quota): the next page says nothing
+  }
+}
+
+(function showWhatWasSaid() {
+  let text = null;
+  try {
+    text = sessionStorage.getItem(SAID_KEY);
+    sessionStorage.removeItem(SAID_KEY);
+  } catch {
+    return;
+  }
+  const header = document.querySelector("main > header");
+  if (!text || !header) return;
+  const said = element("p", text, "notice");
+  said.id = "page-said";
+  said.setAttribute("role", "status");
+  header.after(said);
+})();

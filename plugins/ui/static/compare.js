@@ -56,6 +56,17 @@ function axisTooltip(head) {
 
 // ---- final values -----------------------------------------------------------------------------
 
+// Which way a line is better, told by its name: lower for a loss or an error (loss, error, mae,
+// mse, perplexity, time …), higher for anything else (accuracy, f1, auc …).
+const LOWER_IS_BETTER = /loss|err|mae|mse|rmse|perplexity|time|latency|cost/i;
+
+function bestOf(finals, line) {
+  const values = finals.filter(Boolean).map((final) => final.value).filter(Number.isFinite);
+  if (!values.length) return null;
+  const lower = LOWER_IS_BETTER.test(line);
+  return { value: lower ? Math.min(...values) : Math.max(...values), lower };
+}
+
 function finalsTable(overview) {
   const head = element("tr");
   head.append(element("th", "chart · line"), ...overview.runs.map((run) => element("th", run.label)));
@@ -65,12 +76,17 @@ function finalsTable(overview) {
       const row = element("tr");
       row.dataset.chart = chart.name;
       row.append(element("th", chart.lines.length > 1 || line !== chart.name ? `${chart.name} · ${line}` : chart.name));
-      for (const run of overview.runs) {
-        const final = overview.finals[run.label]?.[chart.name]?.[line];
+      const finals = overview.runs.map((run) => overview.finals[run.label]?.[chart.name]?.[line]);
+      const best = bestOf(finals, line);
+      finals.forEach((final) => {
         const value = element("td", final ? significant(final.value) : "—", final ? "number" : "muted");
         if (final) value.title = `at ${chart.x} ${significant(final.x)}`;
+        if (final && best !== null && final.value === best.value && finals.filter(Boolean).length > 1) {
+          value.classList.add("best");
+          value.title += ` · the best of these runs (${best.lower ? "lowest" : "highest"})`;
+        }
         row.append(value);
-      }
+      });
       rows.push(row);
     }
   }

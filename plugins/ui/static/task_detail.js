@@ -340,12 +340,18 @@
   dialog("copy", async (form) => {
     const name = form.elements.namedItem("name").value.trim();
     const answer = await sendJson("POST", `${api}/copy`, name ? { name } : {});
-    if (answer.ok) window.location.assign(`${root}/ui/tasks/${answer.body.id}`);
+    if (answer.ok) {
+      sayOnNextPage(`Training task ${answer.body.name} created as a copy.`);
+      window.location.assign(`${root}/ui/tasks/${answer.body.id}`);
+    }
     return answer;
   });
   dialog("delete", async () => {
     const answer = await sendJson("DELETE", api);
-    if (answer.ok) window.location.assign(`${root}/ui/tasks`);
+    if (answer.ok) {
+      sayOnNextPage(`Training task ${page.dataset.name} deleted.`);
+      window.location.assign(`${root}/ui/tasks`);
+    }
     return answer;
   });
   document.getElementById("run-form").addEventListener("submit", runNow);

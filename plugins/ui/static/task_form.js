@@ -352,6 +352,7 @@
         taskId ? `${root}/api/v1/tasks/${taskId}` : `${root}/api/v1/tasks`, documentOfForm());
       const body = answer.body;
       if (answer.ok) {
+        sayOnNextPage(`Training task ${body.name} ${taskId ? "saved" : "created"}.`);
         window.location.assign(`${root}/ui/tasks/${body.id}`);
         return;
       }

@@ -10,6 +10,7 @@ import re
 from dags.factory import task_doc_md
 from hooks.catalog import default_catalog
 from octotrain.catalog.models import ModelRepository, ModelVersion, Run, RunState, TrainingTask
+from plugins.ui.catalog_pages import datasets_read
 from tests.factories import VALID_TASK
 from tests.plugins.api.conftest import Api
 
@@ -92,6 +93,10 @@ def test_a_model_versions_lineage_both_ways(api: Api) -> None:
 
     page = api.client.get("/ui/models/demo/house-price-model/3", headers=alice)
     assert page.status_code == 200
+    # its files, each with its download, and all of them as one zip
+    versions = "/api/v1/projects/demo/model-repositories/house-price-model/versions/3"
+    assert f'href="{versions}/download" download>Download all (zip)</a>' in page.text
+    assert f'href="{versions}/files/' in page.text
     assert f'<a href="/ui/tasks/{task["id"]}">uses-v3</a>' in page.text
     # A run is named "#<its id>" and links to its page in the console; Airflow's id (escaped)
     # is in its title.
@@ -159,3 +164,16 @@ def test_delete_buttons_name_routes_that_delete_or_say_what_uses_the_object(api:
         api.client.delete(_delete_url(models, "house-price-model v10"), headers=alice).status_code
         == 204
     )
+
+
+def test_a_dataset_read_both_as_a_data_input_and_as_a_mount_is_one_line_that_says_so() -> None:
+    inputs = [
+        {"dataset": "house-prices", "version": "v1", "via": "dataset"},
+        {"dataset": "house-prices", "version": "v1", "via": "mount"},
+        {"dataset": "images", "version": "v2", "via": "cache:images-c1"},
+        {"repository": "house-price-model", "version": 3, "via": "model"},
+    ]
+    assert datasets_read(inputs) == [
+        ("house-prices", "v1", "a data input and a resource mount"),
+        ("images", "v2", "cache images-c1"),
+    ]

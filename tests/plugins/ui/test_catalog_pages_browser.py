@@ -210,6 +210,9 @@ def test_register_what_a_first_task_needs_and_follow_lineage(airflow: LiveAirflo
         expect(made_from.locator("#made-by-run a").first).to_have_text(re.compile(r"^#\d+$"))
         in_airflow = made_from.locator(f"a[title='{run_id}']")
         expect(in_airflow).to_have_text("in Airflow")
+        # the final metrics of that run, and the version's files with their downloads
+        expect(made_from.locator("#model-finals .final-metric").first).to_be_visible()
+        expect(lineage.locator("#model-files tbody tr").first).to_contain_text("Download")
         expect(lineage.locator("section.used-by")).to_contain_text("catalog-incremental")
         page.screenshot(path=screenshot_path("catalog-model-lineage"), full_page=True)
         lineage.locator("section.used-by").get_by_role("link", name="catalog-incremental").click()

@@ -382,12 +382,18 @@ def test_the_resources_page_in_a_browser(api: Api, browser: Browser) -> None:
         page.goto(f"{base}/ui/dags/{dag_id_for(task_id)}/runs/{quote(RUN_ID)}/resources")
         expect(page.locator(".chart-card canvas")).to_have_count(1)
         names = option(page, "resources", "c.getOption().series.map((s) => s.name)")
-        assert names == ["CPU %", "Memory %", "GPU 0 utilisation %", "GPU 0 memory %",
-                         "GPU 1 utilisation %", "GPU 1 memory %"]  # fmt: skip
+        assert sorted(names) == sorted(["CPU %", "Memory %", "Memory MiB", "GPU 0 utilisation %",
+                                        "GPU 0 memory %", "GPU 1 utilisation %",
+                                        "GPU 1 memory %"])  # fmt: skip
+        # memory on its own axis, in MiB, beside the percentages
+        axes = option(page, "resources", "c.getOption().series.map((s) => [s.name, s.yAxisIndex])")
+        assert {name for name, axis in axes if axis == 1} == {"Memory MiB"}
         # the x axis spans the samples' two minutes, no more
         assert x_extent(page, "resources") == [1_764_000_000_000, 1_764_000_118_000]
         selected = "c.getOption().legend[0].selected"
-        assert [name for name, on in option(page, "resources", selected).items() if on] == ["CPU %"]
+        # CPU and memory when the page opens
+        shown_first = {name for name, on in option(page, "resources", selected).items() if on}
+        assert shown_first == {"CPU %", "Memory %", "Memory MiB"}
         toggle = "c.dispatchAction({type: 'legendToggleSelect', name: 'GPU 1 utilisation %'})"
         option(page, "resources", toggle)  # what a click on the legend entry does
         shown = option(page, "resources", selected)
@@ -396,6 +402,7 @@ def test_the_resources_page_in_a_browser(api: Api, browser: Browser) -> None:
         option(page, "resources", f"({toggle}, {toggle})")  # a double click: every line
         assert all(option(page, "resources", selected).values())
         expect(page.locator("#node-choice")).to_be_visible()
+        expect(page.locator("#node-choice")).to_contain_text("node (2 in this run)")
         # a node of a spec with GPUs whose image lacks pynvml is told so
         page.select_option("#node", "distributed-1")
         expect(page.locator("#notices")).to_contain_text(
@@ -409,8 +416,8 @@ def test_the_resources_page_in_a_browser(api: Api, browser: Browser) -> None:
         page.goto(short)
         expect(page.locator(".chart-card .samples")).to_have_text("1 sample")
         assert option(page, "resources", "c.getOption().series.map((s) => s.showSymbol)") == [
-            True, True,
-        ]  # fmt: skip
+            True, True, True,
+        ]  # fmt: skip (CPU %, memory % and memory MiB)
         first, last = x_extent(page, "resources")
         assert first < SHORT_RUN_SAMPLE * 1000 < last and last - first <= 10_000
         expect(page.locator("#notices")).to_be_empty()

@@ -88,6 +88,10 @@ def test_comparing_runs_in_a_browser(api: Api) -> None:
         expect(page.locator("#finals-table tr[data-chart=acc] td")).to_have_text(
             ["—", "0.75", "—", "0.9"]
         )
+        # the best final value of each line marked: the lowest loss, the highest accuracy
+        expect(page.locator("#finals-table tr[data-chart=loss] td.best")).to_have_text("0.0267857")
+        expect(page.locator("#finals-table td.best")).to_have_count(1)  # acc: one run has it
+        expect(page.locator("#back")).to_have_text("Back to compare-browser")
         expect(page.locator("#charts .chart-card")).to_have_count(2)
         expect(page.locator("#charts [data-chart=acc] h2")).to_contain_text(
             f"not declared by #{first}"

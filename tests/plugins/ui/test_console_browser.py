@@ -52,6 +52,7 @@ def test_create_see_an_error_run_and_stop_in_the_console(airflow: LiveAirflow) -
         page.check("input[name=stop_when_hung]")
         page.click("#create")
         page.wait_for_url(re.compile(r"/octotrain/ui/tasks/\d+$"))
+        expect(page.locator("#page-said")).to_have_text("Training task console-task created.")
         expect(page.get_by_role("heading", name=re.compile("console-task"))).to_be_visible()
         expect(page.locator("#task-page[data-ready=true]")).to_be_attached()
         expect(page.locator("#task-limits")).to_have_text(
@@ -175,6 +176,9 @@ def test_links_copy_and_delete_inside_airflows_ui(airflow: LiveAirflow) -> None:
         name.press("Enter")
         expect(console.get_by_role("heading", name=re.compile("linked-copy"))).to_be_visible()
         expect(console.locator("#task-page[data-ready=true]")).to_be_attached()
+        expect(console.locator("#page-said")).to_have_text(
+            "Training task linked-copy created as a copy."
+        )
 
         copy_dag = console.locator("h1 a.dag-link").inner_text()
         console.locator("h1 a.dag-link").click()
@@ -192,6 +196,7 @@ def test_links_copy_and_delete_inside_airflows_ui(airflow: LiveAirflow) -> None:
         page.screenshot(path=screenshot_path("console-delete-dialog"))
         page.keyboard.press("Enter")
         expect(console.locator("#tasks-page")).to_be_visible()
+        expect(console.locator("#page-said")).to_have_text("Training task linked-copy deleted.")
         expect(console.locator("a.task-name", has_text="linked-copy")).to_have_count(0)
 
         link = console.locator("tr", has_text="linked-task").get_by_role("link", name="DAG")

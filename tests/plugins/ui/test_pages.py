@@ -5,6 +5,7 @@ served by the plugin itself."""
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, timedelta
 from urllib.parse import quote
 
 import pytest
@@ -14,7 +15,7 @@ from hooks.catalog import default_catalog
 from octotrain.catalog.models import Run, RunState
 from octotrain.contracts import dag_id_for
 from plugins.api.app import create_app
-from plugins.ui.pages import usage_amount
+from plugins.ui.pages import run_duration, usage_amount
 from tests.factories import VALID_TASK
 from tests.plugins.api.conftest import Api, token
 
@@ -205,3 +206,12 @@ def test_a_short_run_s_usage_reads_in_minutes_or_seconds(
     hours: float, unit: str, shown: str
 ) -> None:
     assert usage_amount(hours, unit) == shown
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"), [(0, "0 s"), (42, "42 s"), (119, "119 s"), (180, "3 min"),
+                           (7500, "2 h 5 min")],
+)  # fmt: skip
+def test_a_run_s_duration_reads_as_the_task_page_says_it(seconds: int, shown: str) -> None:
+    start = datetime(2026, 12, 7, 9, 0, tzinfo=UTC)
+    assert run_duration(start, start + timedelta(seconds=seconds)) == shown
