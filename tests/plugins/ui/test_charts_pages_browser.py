@@ -415,9 +415,10 @@ def test_the_resources_page_in_a_browser(api: Api, browser: Browser) -> None:
         short = f"{base}/ui/dags/{dag_id_for(short_task)}/runs/{quote(RUN_ID)}/resources"
         page.goto(short)
         expect(page.locator(".chart-card .samples")).to_have_text("1 sample")
+        # CPU %, memory % and memory MiB, each with a marker
         assert option(page, "resources", "c.getOption().series.map((s) => s.showSymbol)") == [
             True, True, True,
-        ]  # fmt: skip (CPU %, memory % and memory MiB)
+        ]  # fmt: skip
         first, last = x_extent(page, "resources")
         assert first < SHORT_RUN_SAMPLE * 1000 < last and last - first <= 10_000
         expect(page.locator("#notices")).to_be_empty()
