@@ -17,6 +17,7 @@ import sqlalchemy
 from bench.load import Marks, sweep, trigger_all
 from bench.scale_kubernetes import COMPONENTS, healthy
 from hooks.catalog import CatalogHook
+from hooks.object_store import default_object_store
 from octotrain.catalog.named_objects import Algorithms, ModelRepositories, ResourceSpecs
 from octotrain.catalog.projects import Projects
 from tests.factories import ADMIN, add_task
@@ -109,7 +110,7 @@ def burst_tasks(catalog: CatalogHook, store: object, training: str) -> list[int]
             "team-b", {"name": "cpu-small", "cpu": 1, "memory_mib": 256, "max_nodes": 4}
         )
         for project in WEIGHTS:
-            Algorithms(session, ADMIN).create(project, {
+            Algorithms(session, ADMIN, default_object_store()).create(project, {
                 "name": ALGORITHM, "image": "python:3.11-slim",
                 "command": ["python", "-c", training], "sample_type": "table"})  # fmt: skip
             ModelRepositories(session, ADMIN, store).create(  # type: ignore[arg-type]

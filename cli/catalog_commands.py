@@ -17,6 +17,7 @@ from cli.session import catalog_session, cli_scope
 from hooks.airflow_rest import AirflowApiError, AirflowRestClient
 from hooks.catalog import CatalogHook
 from hooks.object_store import default_object_store
+from octotrain.catalog.algorithm_code import AlgorithmCodes
 from octotrain.catalog.data_caches import DataCaches, fill_waiting_caches
 from octotrain.catalog.dataset_versions import DatasetVersions, PublishedVersion
 from octotrain.catalog.model_versions import ModelVersions
@@ -30,6 +31,8 @@ from octotrain.catalog.named_objects import (
 from octotrain.catalog.paging import every_item
 from octotrain.catalog.projects import Projects
 from octotrain.catalog.views import (
+    AlgorithmCodeFilesView,
+    AlgorithmCodeView,
     AlgorithmView,
     DataCacheView,
     DatasetVersionView,
@@ -39,6 +42,7 @@ from octotrain.catalog.views import (
     ProjectView,
     ResourceSpecView,
 )
+from octotrain.code_folders import folder_files
 from octotrain.retraining import dataset_asset_uri, published_event_extra
 from octotrain.settings import get_settings
 
@@ -129,8 +133,10 @@ def named_object_commands(
     service: Callable[[Session], NamedObjects[Any]],
     view: Any,
     columns: list[str],
+    create: Callable[..., None] | None = None,
 ) -> typer.Typer:
-    """list / show / create / update / delete commands for one kind of named object."""
+    """list / show / create / update / delete commands for one kind of named object;
+    ``create`` replaces the plain create command (algorithms take their code with it)."""
     commands = typer.Typer(help=f"The {plural} of a project.", no_args_is_help=True)
 
     @commands.command("list", help=f"List the project's {plural}.")
@@ -145,10 +151,13 @@ def named_object_commands(
         with reported(as_json=as_json), catalog_session() as session:
             show(view.of(service(session).get(project, name)), as_json=as_json)
 
-    @commands.command("create", help=f"Create a {kind} from a YAML or JSON document.")
     def create_object(file: FileOption, project: Project, as_json: JsonOption = False) -> None:
         with reported(as_json=as_json), catalog_session() as session:
             show(view.of(service(session).create(project, load_document(file))), as_json=as_json)
+
+    commands.command("create", help=f"Create a {kind} from a YAML or JSON document.")(
+        create or create_object
+    )
 
     @commands.command("update", help=f"Change a {kind}: the document's fields are merged in.")
     def update_object(
@@ -174,13 +183,88 @@ resource_specs_app = named_object_commands(
     view=ResourceSpecView,
     columns=["name", "kind", "cpu", "memory_mib", "gpu_count", "gpu_type", "max_nodes"],
 )
+CodeOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--code",
+        exists=True,
+        file_okay=False,
+        help="The algorithm's code folder: uploaded as its next code version; the command "
+        "runs in it (CODE).",
+    ),
+]
+CodeFolder = Annotated[
+    Path, typer.Argument(exists=True, file_okay=False, help="The code folder to upload.")
+]
+
+
+def _algorithm_codes(session: Session) -> AlgorithmCodes:
+    return AlgorithmCodes(
+        session, cli_scope(), default_object_store(), max_bytes=get_settings().max_code_bytes
+    )
+
+
+def _code_files(folder: Path) -> dict[str, Path]:
+    return folder_files(folder, max_bytes=get_settings().max_code_bytes)
+
+
+def create_algorithm(
+    file: FileOption, project: Project, code: CodeOption = None, as_json: JsonOption = False
+) -> None:
+    """The algorithm and, with ``--code``, its code version 1: both or neither."""
+    with reported(as_json=as_json), catalog_session() as session:
+        document = load_document(file)
+        if code is None:
+            row = Algorithms(session, cli_scope(), default_object_store()).create(project, document)
+        else:
+            row = _algorithm_codes(session).create_algorithm(project, document, _code_files(code))
+        show(AlgorithmView.of(row), as_json=as_json)
+
+
 algorithms_app = named_object_commands(
     kind="algorithm",
     plural="algorithms",
-    service=lambda session: Algorithms(session, cli_scope()),
+    service=lambda session: Algorithms(session, cli_scope(), default_object_store()),
     view=AlgorithmView,
     columns=["name", "algorithm_type", "image", "sample_type", "description"],
+    create=create_algorithm,
 )
+algorithm_code_app = typer.Typer(
+    help="An algorithm's uploaded code: one version per upload; a task keeps its version.",
+    no_args_is_help=True,
+)
+algorithms_app.add_typer(algorithm_code_app, name="code")
+CODE_COLUMNS = ["version", "file_count", "size_bytes", "content_digest", "uploaded_by",
+                "created_at"]  # fmt: skip
+
+
+@algorithm_code_app.command("upload", help="Upload a folder as the next code version.")
+def upload_algorithm_code(
+    algorithm: Name, folder: CodeFolder, project: Project, as_json: JsonOption = False
+) -> None:
+    with reported(as_json=as_json), catalog_session() as session:
+        row = _algorithm_codes(session).upload(project, algorithm, _code_files(folder))
+        show(AlgorithmCodeView.of(row), as_json=as_json)
+
+
+@algorithm_code_app.command("list")
+def list_algorithm_code(algorithm: Name, project: Project, as_json: JsonOption = False) -> None:
+    with reported(as_json=as_json), catalog_session() as session:
+        rows = [
+            AlgorithmCodeView.of(row) for row in _algorithm_codes(session).list(project, algorithm)
+        ]
+        show_list(rows, CODE_COLUMNS, as_json=as_json)
+
+
+@algorithm_code_app.command("show", help="One code version with its files.")
+def show_algorithm_code(
+    algorithm: Name, version: int, project: Project, as_json: JsonOption = False
+) -> None:
+    with reported(as_json=as_json), catalog_session() as session:
+        row = _algorithm_codes(session).get(project, algorithm, version)
+        show(AlgorithmCodeFilesView.of(row), as_json=as_json)
+
+
 datasets_app = named_object_commands(
     kind="dataset",
     plural="datasets",

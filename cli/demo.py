@@ -18,12 +18,14 @@ import yaml
 from hooks.catalog import CatalogHook
 from hooks.object_store import upload_folder
 from octotrain.catalog.access import Scope
+from octotrain.catalog.algorithm_code import AlgorithmCodes
 from octotrain.catalog.dataset_versions import DatasetVersions
 from octotrain.catalog.models import DatasetVersionStatus
 from octotrain.catalog.named_objects import Algorithms, Datasets, ModelRepositories, ResourceSpecs
 from octotrain.catalog.projects import Projects
+from octotrain.code_folders import folder_files
 from octotrain.errors import NotFound
-from octotrain.settings import REPO_ROOT
+from octotrain.settings import REPO_ROOT, get_settings
 from octotrain.storage import ObjectStore
 from octotrain.tasks import Tasks
 
@@ -74,7 +76,6 @@ def seed_demo(catalog: CatalogHook, store: ObjectStore) -> DemoSeed:
         ensure(f"projects:{name}", lambda: projects.get(name), lambda: projects.create(project_doc))
         services: list[tuple[str, Any]] = [
             ("resource_specs", ResourceSpecs(session, SEEDER)),
-            ("algorithms", Algorithms(session, SEEDER)),
             ("model_repositories", ModelRepositories(session, SEEDER, store)),
         ]
         for kind, service in services:
@@ -84,6 +85,16 @@ def seed_demo(catalog: CatalogHook, store: ObjectStore) -> DemoSeed:
                     lambda service=service, doc=doc: service.get(name, doc["name"]),
                     lambda service=service, doc=doc: service.create(name, doc),
                 )
+        algorithms = Algorithms(session, SEEDER, store)
+        codes = AlgorithmCodes(session, SEEDER, store, max_bytes=get_settings().max_code_bytes)
+        for doc in catalog_doc["algorithms"]:
+            document = {key: value for key, value in doc.items() if key != "code"}
+            code = folder_files(REPO_ROOT / doc["code"], max_bytes=codes.max_bytes)
+            ensure(
+                f"algorithms:{doc['name']}",
+                lambda document=document: algorithms.get(name, document["name"]),
+                lambda document=document, code=code: codes.create_algorithm(name, document, code),
+            )
         datasets = Datasets(session, SEEDER, store)
         versions = DatasetVersions(session, SEEDER, store)
         for doc in catalog_doc["datasets"]:

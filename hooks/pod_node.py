@@ -44,13 +44,19 @@ GIB = 1024**3
 
 
 def stage_plan(
-    data: list[StageSource], models: list[StageSource], *, checkpoint_sources: list[RunObjects]
+    data: list[StageSource],
+    models: list[StageSource],
+    *,
+    checkpoint_sources: list[RunObjects],
+    code: StageSource | None = None,
 ) -> dict[str, Any]:
     """What the ``stage`` containers of a run read (written by the ``stage_data`` task):
-    the inputs, and the runs whose checkpoint a node restores, in order of preference."""
+    the inputs, the algorithm's code, and the runs whose checkpoint a node restores, in order
+    of preference."""
     return {
         "data": [source.__dict__ for source in data],
         "models": [m.__dict__ for m in models],
+        "code": code.__dict__ if code else None,
         "checkpoint_sources": [source.prefix for source in checkpoint_sources],
     }
 
@@ -101,8 +107,10 @@ def stage_pod_node(
         holder = node_cache_holder(prefix, node_index)
         objects = RunObjects.from_prefix(prefix)
         staging = StagingPhase(phase_store_sink(store, objects.phase(node_index)))
+        code = document.get("code")
         stage_inputs(store, cache, folders, sources, note, holder=holder,
-                     on_bytes=staging.bytes_done)  # fmt: skip
+                     on_bytes=staging.bytes_done,
+                     code=StageSource(**code) if code else None)  # fmt: skip
         restored = restore_checkpoint(
             store,
             sources=[RunObjects.from_prefix(p) for p in document.get("checkpoint_sources", [])],

@@ -1,5 +1,5 @@
 """Staging one node's inputs: data inputs into ``DATASET/<name>``, input models into ``MODEL``,
-before the algorithm starts.
+the algorithm's uploaded code into ``CODE``, before the algorithm starts.
 
 Each input is fetched once per node machine into the node cache (``hooks/node_cache``),
 several files at a time, every file checked against the checksum its manifest recorded (asked
@@ -109,12 +109,16 @@ def stage_inputs(
     *,
     holder: str,
     on_bytes: BytesDone | None = None,
+    code: StageSource | None = None,
 ) -> list[StageReport]:
-    """Give a node its data inputs in ``DATASET`` and its input models in ``MODEL``: the one
-    layout of both launchers (a process's run folder, a pod's work folder); ``on_bytes`` hears
-    of the download's bytes done of its total."""
+    """Give a node its data inputs in ``DATASET``, its input models in ``MODEL`` and the
+    algorithm's ``code`` in ``CODE``: the one layout of both launchers (a process's run
+    folder, a pod's work folder); ``on_bytes`` hears of the download's bytes done of its
+    total."""
     data, models = sources
     targets = [StageTarget(folders.dataset, data)]
+    if code is not None:
+        targets.append(StageTarget(folders.code, [code], whole=True))
     if models:  # incremental training: one input version's files are MODEL itself; several,
         targets.append(StageTarget(folders.model, models, whole=len(models) == 1))  # a folder each
     return stage_node(store, cache, targets, note, holder=holder, on_bytes=on_bytes)

@@ -25,6 +25,7 @@ PLATFORM_ENV_NAMES = frozenset(
         "OUTPUT",
         "METRICS",
         "CHECKPOINT",
+        "CODE",
         "TASK_ID",
         "RUN_ID",
         "NODE_INDEX",
@@ -118,6 +119,7 @@ class NodeFolders:
     output: Path
     metrics: Path
     checkpoint: Path
+    code: Path
 
     @classmethod
     def under(cls, root: Path) -> NodeFolders:
@@ -128,6 +130,7 @@ class NodeFolders:
             output=root / "output",
             metrics=root / "metrics",
             checkpoint=root / "checkpoint",
+            code=root / "code",
         )
 
     def create(self, *, with_model: bool) -> None:
@@ -151,9 +154,11 @@ def training_environment(
     master_port: int,
     algorithm_env: dict[str, str],
     with_model: bool,
+    with_code: bool = False,
 ) -> dict[str, str]:
     """The environment a training process sees (docs: the environment contract);
-    ``MODEL`` (and ``MODEL_PATH``) only ``with_model``, for incremental training.
+    ``MODEL`` (and ``MODEL_PATH``) only ``with_model``, for incremental training; ``CODE``
+    only ``with_code``, when the algorithm has uploaded code (the command runs there).
 
     The algorithm's variables come first so that the platform's names always win: a task must
     not be able to point ``OUTPUT`` somewhere the archive step would not look.
@@ -164,6 +169,9 @@ def training_environment(
     else:  # nor may an algorithm's variable of that name pretend there is an input model
         env.pop("MODEL", None)
         env.pop("MODEL_PATH", None)
+    env.pop("CODE", None)
+    if with_code:
+        env["CODE"] = str(folders.code)
     env.update(
         {
             "DATASET": str(folders.dataset),

@@ -13,16 +13,15 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from octotrain.catalog.models import CacheStatus, DataCache, DatasetVersion, ModelVersion
+from octotrain.catalog.models import (
+    AlgorithmCode,
+    CacheStatus,
+    DataCache,
+    DatasetVersion,
+    ModelVersion,
+)
 from octotrain.manifests import Manifest
 from octotrain.task_rules import StagedInput
-
-# The catalog row of each kind of input, and the plan's field holding its id.
-ROWS: dict[str, tuple[type[DatasetVersion | DataCache | ModelVersion], str]] = {
-    "dataset": (DatasetVersion, "dataset_version_id"),
-    "cache": (DataCache, "cache_id"),
-    "model": (ModelVersion, "model_version_id"),
-}
 
 
 @dataclass(frozen=True)
@@ -43,8 +42,10 @@ def current_sources(
     """The sources of ``items`` (in order), and a problem for each input that is gone."""
     sources, problems = [], []
     for item in items:
-        row: DatasetVersion | DataCache | ModelVersion | None
-        if item.kind == "cache":
+        row: DatasetVersion | DataCache | ModelVersion | AlgorithmCode | None
+        if item.kind == "code":
+            row = session.get(AlgorithmCode, item.code_version_id) if item.code_version_id else None
+        elif item.kind == "cache":
             row = session.get(DataCache, item.cache_id) if item.cache_id else None
             if row is not None and row.current_status() == CacheStatus.EXPIRED:
                 row.refresh_requested = True

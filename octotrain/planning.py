@@ -17,7 +17,13 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from octotrain.catalog.access import Scope
-from octotrain.catalog.models import Dataset, DatasetVersion, DatasetVersionStatus, TrainingTask
+from octotrain.catalog.models import (
+    Algorithm,
+    Dataset,
+    DatasetVersion,
+    DatasetVersionStatus,
+    TrainingTask,
+)
 from octotrain.contracts import node_indices
 from octotrain.metric_definitions import MetricDefinition
 from octotrain.resume import run_to_resume
@@ -72,6 +78,8 @@ class RunPlan(BaseModel):
     data_inputs: list[StagedInput]
     input_models: list[StagedInput]
     mounts: list[StagedInput]
+    # The algorithm's code version, staged into every node's CODE (the command runs there).
+    code: StagedInput | None = None
     output_repository_id: int
     output_repository: str
     # Whether a run that writes no model fails (``TaskSpec.model_required``).
@@ -192,6 +200,16 @@ def resolve_run(
     return check_task(session, PLANNER, document, current=task)
 
 
+def _code_lineage(algorithm: Algorithm, code: StagedInput | None) -> dict[str, Any]:
+    """The code version a run ran and its digest (the same files, the same digest)."""
+    row = next(
+        (row for row in algorithm.code_versions if code and row.id == code.code_version_id), None
+    )
+    if row is None:
+        return {}
+    return {"code_version": row.version, "code_digest": row.content_digest}
+
+
 def build_run_plan(
     session: Session,
     task: TrainingTask,
@@ -240,6 +258,7 @@ def build_run_plan(
         data_inputs=resolved.data_inputs,
         input_models=resolved.input_models,
         mounts=resolved.mounts,
+        code=resolved.code,
         output_repository_id=resolved.repository.id,
         output_repository=resolved.repository.name,
         model_required=spec.model_required,
@@ -259,7 +278,8 @@ def build_run_plan(
             "run_id": run_id,
             "triggered_by": triggered_by,
             "trigger": trigger,
-            "algorithm": {"name": algorithm.name, "image": algorithm.image},
+            "algorithm": {"name": algorithm.name, "image": algorithm.image}
+            | _code_lineage(algorithm, resolved.code),
             "parameters": masked(resolved.parameters),
             "env": masked(resolved.env),
             "resource_spec": resolved.resource_spec.name,

@@ -260,6 +260,7 @@ def node_pod(plan: RunPlan, node_index: str, settings: PodSettings) -> dict[str,
         master_port=plan.master_port,
         algorithm_env=plan.env,
         with_model=bool(plan.input_models),
+        with_code=plan.code is not None,
     ) | {
         "PYTHONPATH": AGENT_DIR,
         "OCTOTRAIN_MEMORY_LIMIT_BYTES": str(resources.memory_mib * 1024 * 1024),
@@ -278,6 +279,8 @@ def node_pod(plan: RunPlan, node_index: str, settings: PodSettings) -> dict[str,
     train_mounts = [
         {"name": "octotrain-agent", "mountPath": AGENT_DIR, "readOnly": True},
         {"name": "octotrain-work", "mountPath": WORK_DIR},
+        # DATASET, MODEL and CODE are links into the node cache's views: read them there
+        {"name": "octotrain-cache", "mountPath": CACHE_DIR, "readOnly": True},
     ]
     if mounts:
         volume, mount_points = kubernetes_mounts(
@@ -377,6 +380,8 @@ def node_pod(plan: RunPlan, node_index: str, settings: PodSettings) -> dict[str,
     }  # fmt: skip
     spec = pod["spec"]
     assert isinstance(spec, dict)
+    if plan.code is not None:  # uploaded code: the command runs in CODE, as on a process
+        spec["containers"][0]["workingDir"] = str(folders.code)
     if plan.world_size > 1:
         spec["subdomain"] = service_name(plan)
     deadline = pod_deadline(plan, config=config, grace_seconds=settings.stop_grace_seconds)

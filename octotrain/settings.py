@@ -46,11 +46,17 @@ class Settings(BaseModel):
     airflow_username: str = Field(min_length=1)
     airflow_password: str
     max_request_bytes: int = Field(ge=1024)
+    max_code_mb: int = Field(ge=1, le=10240)
     local_admission: bool
     local_cores: float = Field(ge=0)
     local_memory_gb: float = Field(ge=0)
     local_nodes: int = Field(ge=0)
     local_quotas_file: Path
+
+    @property
+    def max_code_bytes(self) -> int:
+        """``max_code_mb`` in bytes: the bound of one algorithm code upload."""
+        return self.max_code_mb * 1024 * 1024
 
     @field_validator("object_store_url")
     @classmethod

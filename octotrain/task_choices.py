@@ -76,6 +76,8 @@ def task_form_choices(session: Session, project: Project) -> dict[str, Any]:
                 "sample_type": algorithm.sample_type,
                 "parameters": list(algorithm.parameters),
                 "env": {name: str(value) for name, value in algorithm.env.items()},
+                # its uploaded code's versions, oldest first (a task runs one of them)
+                "code_versions": [row.version for row in algorithm.code_versions],
             }
             for algorithm in rows(Algorithm)
         ],

@@ -57,11 +57,12 @@ class StagedInput(BaseModel):
 
     name: str
     object_prefix: str
-    kind: Literal["dataset", "cache", "model"]
+    kind: Literal["dataset", "cache", "model", "code"]
     size_bytes: int = 0
     dataset_version_id: int | None = None
     model_version_id: int | None = None
     cache_id: int | None = None
+    code_version_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,8 @@ class ResolvedTask:
     data_inputs: list[StagedInput]
     mounts: list[StagedInput]
     input_models: list[StagedInput]
+    # The algorithm's code version the task runs (its CODE folder); None: no uploaded code.
+    code: StagedInput | None = None
 
     @property
     def container_user(self) -> str:
@@ -104,6 +107,8 @@ def check_task(
     """
     rules = _CatalogRules(session, scope, current)
     spec = judge_document(TaskSpec, document, rules.check)
+    if rules.code_version is not None and spec.code_version is None:  # newest, kept from now on
+        spec = spec.model_copy(update={"code_version": rules.code_version})
     return ResolvedTask(spec=spec, **rules.resolved)
 
 
@@ -119,6 +124,8 @@ class _CatalogRules:
         self.problems: list[FieldProblem] = []
         # What the document names, found in the catalog (complete only when no problem).
         self.resolved: dict[str, Any] = {}
+        # The number of the code version the task runs (None: its algorithm has no code).
+        self.code_version: int | None = None
 
     def fail(self, field: str, rule: str) -> None:
         self.problems.append(FieldProblem(field, rule))
@@ -135,6 +142,7 @@ class _CatalogRules:
         self._unique_name(project)
         spec = self._resource_spec(project)
         algorithm = self._algorithm(project)
+        code = self._code(algorithm)
         repository = self._repository(project)
         parameters = self._parameters(algorithm)
         env = self._env(algorithm)
@@ -158,6 +166,7 @@ class _CatalogRules:
             "data_inputs": data_inputs,
             "mounts": mounts,
             "input_models": input_models,
+            "code": code,
         }
 
     def _project(self) -> Project | None:
@@ -221,6 +230,35 @@ class _CatalogRules:
         if name is not None and algorithm is None:
             self.fail("algorithm", f"algorithm '{name}' does not exist in project '{project.name}'")
         return algorithm
+
+    def _code(self, algorithm: Algorithm | None) -> StagedInput | None:
+        """The code version the task names, or the algorithm's newest when it names none."""
+        if algorithm is None:
+            return None
+        wanted = self.fields.get("code_version")
+        versions = algorithm.code_versions
+        if wanted is None:
+            if not versions:
+                return None
+            row = versions[-1]
+        else:
+            row = next((row for row in versions if row.version == wanted), None)
+            if row is None:
+                have = ", ".join(str(row.version) for row in versions)
+                self.fail(
+                    "code_version",
+                    f"algorithm '{algorithm.name}' has no code version {wanted} "
+                    + (f"(it has {have})" if have else "(no code was uploaded to it)"),
+                )
+                return None
+        self.code_version = row.version
+        return StagedInput(
+            name=f"{algorithm.name} v{row.version}",
+            object_prefix=row.object_prefix,
+            kind="code",
+            size_bytes=row.size_bytes,
+            code_version_id=row.id,
+        )
 
     def _repository(self, project: Project) -> ModelRepository | None:
         name = self.fields.get("model_repository")

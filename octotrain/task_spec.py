@@ -87,6 +87,9 @@ class TaskSpec(Document):
     node_count: StrictInt = Field(default=1, ge=1, le=MAX_NODES)
     priority: StrictInt = Field(default=0, ge=PRIORITY_RANGE[0], le=PRIORITY_RANGE[1])
     algorithm: RefName
+    # The version of the algorithm's uploaded code its runs stage into CODE: the newest one
+    # when the task is saved without it, then kept (new uploads change no saved task).
+    code_version: StrictInt | None = Field(default=None, ge=1, le=MAX_VERSION_NUMBER)
     parameters: dict[Annotated[StrictStr, Field(max_length=64)], Scalar] = Field(
         default_factory=dict
     )

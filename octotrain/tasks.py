@@ -151,7 +151,11 @@ class Tasks:
         task = self.get(task_id)
         if not isinstance(changes, dict):
             raise InvalidInput.one("document", "changes must be an object")
-        resolved = check_task(self.session, self.scope, task.spec | changes, current=task)
+        merged = task.spec | changes
+        other_algorithm = changes.get("algorithm", task.spec["algorithm"]) != task.spec["algorithm"]
+        if other_algorithm and "code_version" not in changes:
+            merged.pop("code_version", None)  # the old algorithm's; the new one's newest
+        resolved = check_task(self.session, self.scope, merged, current=task)
         task.name = resolved.spec.name
         task.description = resolved.spec.description
         task.spec = resolved.spec.stored()

@@ -39,7 +39,7 @@ from hooks.object_store import default_object_store
 from hooks.run_progress import phase_file_sink, record_phase
 from hooks.run_restarts import LocalRunRestarts
 from octotrain.abort_flags import AbortFlag
-from octotrain.contracts import parameter_arguments, training_environment
+from octotrain.contracts import NodeFolders, parameter_arguments, training_environment
 from octotrain.failure_classes import FailureClass, local_end_class
 from octotrain.metric_definitions import extraction_arguments
 from octotrain.metrics_meta import meta_report
@@ -107,6 +107,7 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
             master_port=plan.master_port,
             algorithm_env=plan.env,
             with_model=bool(plan.input_models),
+            with_code=plan.code is not None,
         )
         if self._confinement.memory_limit_mib > 0:  # the resource monitor's memory %
             env["OCTOTRAIN_MEMORY_LIMIT_BYTES"] = str(self._confinement.memory_limit_mib << 20)
@@ -114,7 +115,7 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
             LocalNodeProcess,
             command=command,
             env=env,
-            cwd=settings.local_code_dir,
+            cwd=working_folder(plan, folders),
             train_log=layout.log_path(names.train),
             sidecar_log=layout.log_path(names.sidecar),
             resources=layout.resources_path(self.node_index),
@@ -338,7 +339,7 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
             container_user=plan.container_user,
             command=command,
             path=path,
-            code_dir=get_settings().local_code_dir,
+            code_dir=working_folder(plan, layout.node_folders(self.node_index)),
             agent_dir=AGENT_DIR,
             folders=layout.node_folders(self.node_index),
         )
@@ -465,3 +466,10 @@ def _tail(path: Path) -> str:
             return log.read().decode("utf-8", errors="replace")
     except FileNotFoundError:
         return ""
+
+
+def working_folder(plan: RunPlan, folders: NodeFolders) -> Path:
+    """Where the command runs: in ``CODE`` when the algorithm has uploaded code; else in the
+    configured code folder (``local_code_dir``), whose files an image-only algorithm's
+    command names."""
+    return folders.code if plan.code is not None else get_settings().local_code_dir

@@ -91,14 +91,16 @@ class PreparePodsOperator(TrainingStageOperator):
             data, gone_data = current_sources(session, plan.data_inputs)
             models, gone_models = current_sources(session, plan.input_models)
             _, gone_mounts = current_sources(session, plan.mounts)
-        gone = gone_data + gone_models + gone_mounts
+            code, gone_code = current_sources(session, [plan.code] if plan.code else [])
+        gone = gone_data + gone_models + gone_mounts + gone_code
         if gone:
             for node_index in plan.node_indices:
                 _write_init_log(store, objects, node_index, gone)
             raise AirflowFailException("staging failed: " + "; ".join(gone))
         with tempfile.TemporaryDirectory(prefix="octotrain-stage-plan-") as scratch:
             path = Path(scratch) / "stage.json"
-            document = stage_plan(data, models, checkpoint_sources=plan.checkpoint_sources)
+            document = stage_plan(data, models, checkpoint_sources=plan.checkpoint_sources,
+                                  code=code[0] if code else None)  # fmt: skip
             path.write_text(json.dumps(document))
             store.put_file(objects.stage_plan, path)
         policy = run_network_policy(plan, settings.kubernetes_namespace, config)

@@ -57,7 +57,8 @@ class StageDataOperator(TrainingStageOperator):
             data, gone_data = current_sources(session, plan.data_inputs)
             models, gone_models = current_sources(session, plan.input_models)
             mounts, gone_mounts = current_sources(session, plan.mounts)
-        gone = gone_data + gone_models + gone_mounts
+            code, gone_code = current_sources(session, [plan.code] if plan.code else [])
+        gone = gone_data + gone_models + gone_mounts + gone_code
         settings = get_settings()
         store = default_object_store()
         cache = NodeCache(settings.node_cache_dir, max_bytes=int(settings.node_cache_max_gb * GIB))
@@ -76,6 +77,7 @@ class StageDataOperator(TrainingStageOperator):
                     stage_one_node(
                         store, cache, plan, layout, node_index, (data, models, mounts),
                         mounts_root, note, on_bytes=staging.bytes_done,
+                        code=code[0] if code else None,
                     )  # fmt: skip
                     staging.finished()
                 except STAGING_ERRORS as error:
@@ -118,14 +120,16 @@ def stage_one_node(
     note: Callable[[str], None],
     *,
     on_bytes: BytesDone | None = None,
+    code: StageSource | None = None,
 ) -> None:
-    """Stage every input of one node, expose its mounts and restore its checkpoint;
-    ``on_bytes`` hears how much of its download is done."""
+    """Stage every input of one node (the algorithm's ``code`` too), expose its mounts and
+    restore its checkpoint; ``on_bytes`` hears how much of its download is done."""
     data, models, mounts = sources
     folders = layout.node_folders(node_index)
     folders.create(with_model=bool(models))
     holder = layout.cache_holder(node_index)
-    stage_inputs(store, cache, folders, (data, models), note, holder=holder, on_bytes=on_bytes)
+    stage_inputs(store, cache, folders, (data, models), note, holder=holder, on_bytes=on_bytes,
+                 code=code)  # fmt: skip
     for source in mounts:
         path = expose_mount(store, source.object_prefix, folders.mounts / source.name, mounts_root)
         note(f"mounted {source.name} read-only at {path} (no download)")

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from cli.demo import DemoSeed, seed_demo
 from hooks.catalog import CatalogHook
+from hooks.object_store import default_object_store
 from octotrain.catalog.access import Scope
 from octotrain.catalog.data_caches import DataCaches, fill_cache
 from octotrain.catalog.dataset_versions import DatasetVersions
@@ -56,7 +57,7 @@ def add_secretive_algorithm(
     """The algorithm ``with-secrets`` of the demo project: variables and parameters of which
     some are secrets by their names (``octotrain.secrets``)."""
     with catalog.session() as session:
-        Algorithms(session, ADMIN).create(
+        Algorithms(session, ADMIN, default_object_store()).create(
             "demo",
             {"name": "with-secrets", "image": "python:3.11", "command": ["python", "t.py"],
              "sample_type": "table", "env": env, "parameters": parameters},
@@ -66,7 +67,7 @@ def add_secretive_algorithm(
 def add_command_algorithm(catalog: CatalogHook, name: str, code: str) -> None:
     """An algorithm whose command is ``python -c code`` (for failure scenarios)."""
     with catalog.session() as session:
-        Algorithms(session, ADMIN).create(
+        Algorithms(session, ADMIN, default_object_store()).create(
             "demo",
             {
                 "name": name,
@@ -133,7 +134,7 @@ def build_rule_catalog(catalog: CatalogHook, store: ObjectStore, scratch: Path) 
             {"name": "modelarts-gpu", "kind": "modelarts", "cpu": 8, "memory_mib": 65536,
              "gpu_count": 1, "gpu_type": "nvidia-h200", "max_nodes": 64},
         )  # fmt: skip
-        Algorithms(session, ADMIN).create(
+        Algorithms(session, ADMIN, default_object_store()).create(
             "demo",
             {
                 "name": "image-algo",
@@ -190,7 +191,7 @@ def build_rule_catalog(catalog: CatalogHook, store: ObjectStore, scratch: Path) 
         projects.create({"name": "other", "description": "another team"})
         projects.add_member("other", {"username": "bob"})
         specs.create("other", {"name": "other-spec", "cpu": 1, "memory_mib": 512})
-        Algorithms(session, ADMIN).create(
+        Algorithms(session, ADMIN, default_object_store()).create(
             "other",
             {"name": "other-algo", "image": "python:3.11", "command": ["python", "x.py"],
              "sample_type": "table"},

@@ -214,6 +214,28 @@ class Algorithm(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
     project: Mapped[Project] = relationship()
+    # Its uploaded code, oldest first; a task runs the version it was saved with.
+    code_versions: Mapped[list[AlgorithmCode]] = relationship(
+        back_populates="algorithm", order_by="AlgorithmCode.version"
+    )
+
+
+class AlgorithmCode(StoredFiles, Base):
+    """One upload of an algorithm's code folder, never changed afterwards: a node receives
+    it as its ``CODE`` folder (the manual's code directory) and runs the command there.
+    ``version`` counts up per algorithm; uploading code again makes the next one."""
+
+    __tablename__ = "algorithm_code_versions"
+    __table_args__ = (UniqueConstraint("algorithm_id", "version"), NEVER_REUSED_IDS)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    algorithm_id: Mapped[int] = mapped_column(ForeignKey("algorithms.id", ondelete="RESTRICT"))
+    version: Mapped[int] = mapped_column(Integer)
+    # Who uploaded it (the Airflow user, or the CLI's account).
+    uploaded_by: Mapped[str] = mapped_column(String(256), default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    algorithm: Mapped[Algorithm] = relationship(back_populates="code_versions")
 
 
 class Dataset(Base):

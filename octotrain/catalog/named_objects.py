@@ -9,12 +9,12 @@ refers to is refused with the referrers' names, and so is lowering a resource sp
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
 from sqlalchemy import Select, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, selectinload
 
 from octotrain.catalog.access import Scope
 from octotrain.catalog.documents import (
@@ -25,12 +25,14 @@ from octotrain.catalog.documents import (
 )
 from octotrain.catalog.models import (
     Algorithm,
+    AlgorithmCode,
     Dataset,
     DatasetVersion,
     ModelRepository,
     ModelVersion,
     Project,
     ResourceSpec,
+    StoredFiles,
 )
 from octotrain.catalog.paging import Page, Window, paged
 from octotrain.catalog.references import References
@@ -174,15 +176,6 @@ class ResourceSpecs(NamedObjects[ResourceSpec]):
             )
 
 
-class Algorithms(NamedObjects[Algorithm]):
-    kind = "algorithm"
-    row_type = Algorithm
-    document_type = AlgorithmDocument
-
-    def referrers(self, references: References, row: Algorithm) -> list[str]:
-        return references.to_algorithm(row.name)
-
-
 class _Versioned(NamedObjects[RowT]):
     """Objects that own versions whose files are in the object store: deleting the object
     deletes its versions, and their files once the deletion is committed."""
@@ -191,7 +184,7 @@ class _Versioned(NamedObjects[RowT]):
         super().__init__(session, scope)
         self.store = store
 
-    def versions_of(self, row: RowT) -> list[DatasetVersion] | list[ModelVersion]:
+    def versions_of(self, row: RowT) -> Sequence[StoredFiles]:
         raise NotImplementedError
 
     def before_delete(self, row: RowT) -> None:
@@ -200,6 +193,24 @@ class _Versioned(NamedObjects[RowT]):
             prefix = version.object_prefix
             on_commit(self.session, lambda prefix=prefix: self.store.delete_prefix(prefix))
         self.session.flush()
+
+
+class Algorithms(_Versioned[Algorithm]):
+    """Algorithms own their uploaded code versions (``octotrain.catalog.algorithm_code``)."""
+
+    kind = "algorithm"
+    row_type = Algorithm
+    document_type = AlgorithmDocument
+
+    def versions_of(self, row: Algorithm) -> list[AlgorithmCode]:
+        return list(row.code_versions)
+
+    def _listed(self, project: str) -> Select[Any]:
+        """Each algorithm's code versions read with the page (its view lists them)."""
+        return super()._listed(project).options(selectinload(Algorithm.code_versions))
+
+    def referrers(self, references: References, row: Algorithm) -> list[str]:
+        return references.to_algorithm(row.name)
 
 
 class Datasets(_Versioned[Dataset]):

@@ -11,19 +11,21 @@ from datetime import timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from octotrain.catalog.models import DataCache, DatasetVersion, ModelVersion
+from octotrain.catalog.models import AlgorithmCode, DataCache, DatasetVersion, ModelVersion
 from octotrain.storage import ObjectStore
 
 # Top-level folders holding the files of catalog rows (runs/ holds run logs, kept apart).
-STORED_FOLDERS = ("datasets", "caches", "models")
+STORED_FOLDERS = ("datasets", "caches", "models", "algorithms")
 
 
 def version_prefix_of(key: str) -> str:
     """The prefix of the version (or cache fill) an object belongs to, by the store's layout:
     ``datasets/<p>/<d>/<v>``, ``caches/<p>/<c>/<fill>``, ``models/<p>/<r>/<n>`` or
-    ``models/<p>/<r>/runs/<task>-<run key>``."""
+    ``models/<p>/<r>/runs/<task>-<run key>``, or an algorithm's code version,
+    ``algorithms/<project id>/<algorithm id>/code/v<n>``."""
     parts = key.split("/")
-    depth = 5 if parts[0] == "models" and len(parts) > 4 and parts[3] == "runs" else 4
+    runs = parts[0] == "models" and len(parts) > 4 and parts[3] == "runs"
+    depth = 5 if runs or parts[0] == "algorithms" else 4
     return "/".join(parts[:depth])
 
 
@@ -31,9 +33,9 @@ def orphan_prefixes(
     session: Session, store: ObjectStore, *, older_than: timedelta, now: float | None = None
 ) -> list[str]:
     """Version prefixes whose objects are all older than ``older_than`` and that no dataset
-    version, data cache or model version points to."""
+    version, data cache, model version or algorithm code version points to."""
     referenced = set()
-    for model in (DatasetVersion, DataCache, ModelVersion):
+    for model in (DatasetVersion, DataCache, ModelVersion, AlgorithmCode):
         referenced.update(prefix for prefix in session.scalars(select(model.object_prefix)))
     cutoff = (now or time.time()) - older_than.total_seconds()
     newest: dict[str, float] = {}

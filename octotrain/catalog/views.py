@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from octotrain.catalog.models import (
     Algorithm,
+    AlgorithmCode,
     DataCache,
     Dataset,
     DatasetVersion,
@@ -85,6 +86,52 @@ class ResourceSpecView(View):
         )
 
 
+class AlgorithmCodeView(View):
+    """One uploaded version of an algorithm's code folder."""
+
+    algorithm: str
+    version: int
+    file_count: int
+    size_bytes: int
+    # Over the manifest: the same files give the same digest (it is in each model's lineage).
+    content_digest: str
+    uploaded_by: str
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: AlgorithmCode) -> AlgorithmCodeView:
+        return cls(
+            algorithm=row.algorithm.name,
+            version=row.version,
+            file_count=row.file_count,
+            size_bytes=row.size_bytes,
+            content_digest=row.content_digest,
+            uploaded_by=row.uploaded_by,
+            created_at=as_utc(row.created_at),
+        )
+
+
+class StoredFileView(View):
+    path: str
+    size_bytes: int
+
+
+class AlgorithmCodeFilesView(AlgorithmCodeView):
+    """A code version with its files (each one downloads from ``…/files/<path>``)."""
+
+    files: list[StoredFileView]
+
+    @classmethod
+    def of(cls, row: AlgorithmCode) -> AlgorithmCodeFilesView:
+        return cls(
+            **AlgorithmCodeView.of(row).model_dump(),
+            files=[
+                StoredFileView(path=path, size_bytes=int(entry["size"]))
+                for path, entry in sorted(row.manifest.items())
+            ],
+        )
+
+
 class AlgorithmView(View):
     project: str
     name: str
@@ -96,6 +143,8 @@ class AlgorithmView(View):
     env: dict[str, str]
     sample_type: str
     metric_definitions: list[dict[str, Any]]
+    # Its uploaded code, oldest first (empty: the command runs what the image holds).
+    code_versions: list[AlgorithmCodeView]
     created_at: datetime
 
     @classmethod
@@ -111,6 +160,7 @@ class AlgorithmView(View):
             env={name: str(value) for name, value in row.env.items()},
             sample_type=row.sample_type,
             metric_definitions=list(row.metric_definitions or []),
+            code_versions=[AlgorithmCodeView.of(version) for version in row.code_versions],
             created_at=as_utc(row.created_at),
         )
 
@@ -333,6 +383,8 @@ class TaskView(View):
     priority: int
     resource_spec: str
     algorithm: str
+    # The algorithm's code version its runs stage into CODE (None: no uploaded code).
+    code_version: int | None
     model_repository: str
     # The user the container starts as: "ma-user" (image-only algorithm on a ModelArts spec)
     # or the task's uid.
@@ -364,6 +416,7 @@ class TaskView(View):
             priority=spec.priority,
             resource_spec=spec.resource_spec,
             algorithm=spec.algorithm,
+            code_version=spec.code_version,
             model_repository=spec.model_repository,
             container_user=row.container_user or str(spec.run_as_uid),
             schedule=spec.schedule,

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Depends, FastAPI
 from octotrain.settings import get_settings
 from plugins.api import (
     accounting_routes,
+    algorithm_code_routes,
     catalog_routes,
     compare_routes,
     lineage_routes,
@@ -55,6 +56,7 @@ def create_app() -> FastAPI:
     api.include_router(catalog_routes.router)
     api.include_router(lineage_routes.router)
     api.include_router(stored_file_routes.router)
+    api.include_router(algorithm_code_routes.router)
     api.include_router(task_routes.router)
     api.include_router(log_routes.router)
     api.include_router(metrics_routes.router)

@@ -227,7 +227,7 @@ add_named_object_routes(
 add_named_object_routes(
     collection="algorithms",
     kind="algorithm",
-    service=Algorithms,
+    service=_store_services(Algorithms),
     view=AlgorithmView,
     document=AlgorithmDocument,
 )

@@ -1,4 +1,5 @@
-"""The files of a model version or a dataset version, over REST: each one downloaded as it is
+"""The files of a model version or a dataset version (and, through ``one_file`` and
+``all_files``, of an algorithm's code version), over REST: each one downloaded as it is
 stored, or all of them as one zip, both streamed from the object store. Only the files the
 version's manifest lists can be asked for (a path is never passed to the store unchecked);
 what a version holds is listed by its own view (``files``)."""
@@ -18,7 +19,7 @@ from hooks.object_store import default_object_store
 from hooks.zip_stream import ZipMember, zip_chunks
 from octotrain.catalog.dataset_versions import DatasetVersions
 from octotrain.catalog.model_versions import ModelVersions
-from octotrain.catalog.models import DatasetVersion, ModelVersion
+from octotrain.catalog.models import StoredFiles
 from octotrain.errors import NotFound
 from plugins.api.auth import CurrentScope
 from plugins.api.catalog_routes import (
@@ -37,7 +38,8 @@ FilePath = Annotated[str, Path(min_length=1, max_length=1024, pattern=r"^[^\x00-
 router = APIRouter(dependencies=[Depends(get_user)])
 
 
-def _one_file(files: ModelVersion | DatasetVersion, path: str, what: str) -> StreamingResponse:
+def one_file(files: StoredFiles, path: str, what: str) -> StreamingResponse:
+    """The file ``path`` of a version, if its manifest lists it."""
     if path not in files.manifest:
         raise NotFound(f"{what} has no file {path!r}")
     store = default_object_store()
@@ -51,7 +53,8 @@ def _one_file(files: ModelVersion | DatasetVersion, path: str, what: str) -> Str
     )
 
 
-def _all_files(files: ModelVersion | DatasetVersion, name: str) -> StreamingResponse:
+def all_files(files: StoredFiles, name: str) -> StreamingResponse:
+    """Every file of a version as the zip ``name``.zip."""
     store = default_object_store()
     prefix, modified = files.object_prefix, files.created_at.timestamp()
 
@@ -91,7 +94,7 @@ def model_version_file(
         row = ModelVersions(session, scope, default_object_store()).get(
             project, repository, version
         )
-        return _one_file(row, path, f"{repository} v{version}")
+        return one_file(row, path, f"{repository} v{version}")
 
 
 @router.get(
@@ -107,7 +110,7 @@ def model_version_zip(
         row = ModelVersions(session, scope, default_object_store()).get(
             project, repository, version
         )
-        return _all_files(row, f"{repository}-v{version}")
+        return all_files(row, f"{repository}-v{version}")
 
 
 @router.get(
@@ -125,7 +128,7 @@ def dataset_version_file(
 ) -> StreamingResponse:
     with default_catalog().session() as session:
         row = DatasetVersions(session, scope, default_object_store()).get(project, dataset, version)
-        return _one_file(row, path, f"dataset {dataset} {version}")
+        return one_file(row, path, f"dataset {dataset} {version}")
 
 
 @router.get(
@@ -139,4 +142,4 @@ def dataset_version_zip(
 ) -> StreamingResponse:
     with default_catalog().session() as session:
         row = DatasetVersions(session, scope, default_object_store()).get(project, dataset, version)
-        return _all_files(row, f"{dataset}-{version}")
+        return all_files(row, f"{dataset}-{version}")

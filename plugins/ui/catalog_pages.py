@@ -29,6 +29,7 @@ from octotrain.catalog.named_objects import Algorithms, Datasets, ModelRepositor
 from octotrain.catalog.projects import Projects
 from octotrain.catalog.usage import model_version_users
 from octotrain.catalog.views import (
+    AlgorithmCodeFilesView,
     AlgorithmView,
     DataCacheView,
     DatasetView,
@@ -37,6 +38,7 @@ from octotrain.catalog.views import (
 )
 from octotrain.contracts import dag_id_for
 from octotrain.parameters import ParameterType
+from octotrain.settings import get_settings
 from octotrain.task_rules import USABLE_VERSION_STATUSES
 from octotrain.task_spec import MAX_VERSION_NUMBER
 from plugins.api.auth import CurrentScope
@@ -55,7 +57,7 @@ router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(
 def algorithms_page(request: Request, scope: CurrentScope) -> HTMLResponse:
     """The algorithms of the user's projects, by project, each linked to its edit form."""
     with default_catalog().session() as session:
-        algorithms = Algorithms(session, scope)
+        algorithms = Algorithms(session, scope, default_object_store())
         groups = [
             (project.name, [AlgorithmView.of(row) for row in algorithms.list(project.name)])
             for project in Projects(session, scope).list()
@@ -77,17 +79,25 @@ def edit_algorithm_page(
     project: Name, name: Name, request: Request, scope: CurrentScope
 ) -> HTMLResponse:
     with default_catalog().session() as session:
-        algorithm = AlgorithmView.of(Algorithms(session, scope).get(project, name))
-    return _algorithm_form(request, project, algorithm)
+        found = Algorithms(session, scope, default_object_store()).get(project, name)
+        algorithm = AlgorithmView.of(found)
+        code = [AlgorithmCodeFilesView.of(row) for row in found.code_versions]
+    return _algorithm_form(request, project, algorithm, code)
 
 
 def _algorithm_form(
-    request: Request, project: str, algorithm: AlgorithmView | None
+    request: Request,
+    project: str,
+    algorithm: AlgorithmView | None,
+    code_versions: list[AlgorithmCodeFilesView] | None = None,
 ) -> HTMLResponse:
+    """The form, and for an algorithm its code versions with their files (newest last)."""
     saved = algorithm.model_dump(mode="json") if algorithm else None
     return render("algorithm_form.html", request, project=project, algorithm=algorithm, saved=saved,
                   algorithm_types=[str(kind) for kind in AlgorithmType],
-                  parameter_types=PARAMETER_TYPES)  # fmt: skip
+                  parameter_types=PARAMETER_TYPES, code_versions=code_versions or [],
+                  max_files_shown=SHOWN_FILES,
+                  max_code_mb=get_settings().max_code_mb)  # fmt: skip
 
 
 @router.get("/datasets", response_class=HTMLResponse)

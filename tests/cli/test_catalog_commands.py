@@ -120,3 +120,42 @@ def test_lowering_max_nodes_below_a_saved_task_is_refused_with_the_tasks(cli: Cl
         refused.stderr
     )
     assert cli.json("resource-spec", "show", "cpu-small", "-p", "demo")["max_nodes"] > 1
+
+
+def test_an_algorithm_with_its_code_folder_and_the_next_version_of_it(
+    cli: Cli, tmp_path: Path
+) -> None:
+    folder = tmp_path / "algo"
+    (folder / "lib").mkdir(parents=True)
+    (folder / "train.py").write_text("print('trained')\n")
+    (folder / "lib" / "util.py").write_text("X = 1\n")
+    document = cli.write(
+        "algo.yaml",
+        "name: coded\nimage: python:3.11-slim\ncommand: [python, train.py]\nsample_type: table\n",
+    )
+    created = cli.json("algorithm", "create", "-f", document, "--code", folder, "-p", "demo")
+    assert [v["version"] for v in created["code_versions"]] == [1]
+    (folder / "train.py").write_text("print('trained again')\n")
+    second = cli.json("algorithm", "code", "upload", "coded", folder, "-p", "demo")
+    assert second["version"] == 2 and second["file_count"] == 2
+    shown = cli.json("algorithm", "code", "show", "coded", "2", "-p", "demo")
+    assert [f["path"] for f in shown["files"]] == ["lib/util.py", "train.py"]
+    listed = cli("algorithm", "code", "list", "coded", "-p", "demo")
+    assert listed.exit_code == 0
+    assert [line.split()[0] for line in listed.stdout.splitlines()[1:]] == ["1", "2"]
+
+
+def test_a_code_folder_with_a_link_out_of_it_makes_no_algorithm(cli: Cli, tmp_path: Path) -> None:
+    folder = tmp_path / "algo"
+    folder.mkdir()
+    (folder / "train.py").write_text("print('trained')\n")
+    (tmp_path / "secret").write_text("password")
+    (folder / "secret").symlink_to(tmp_path / "secret")
+    document = cli.write(
+        "algo.yaml",
+        "name: leaky\nimage: python:3.11-slim\ncommand: [python, train.py]\nsample_type: table\n",
+    )
+    result = cli("algorithm", "create", "-f", document, "--code", folder, "-p", "demo")
+    assert result.exit_code == 1
+    assert "code.secret: is a symbolic link out of the folder" in result.stderr
+    assert cli("algorithm", "show", "leaky", "-p", "demo").exit_code == 1

@@ -40,7 +40,7 @@ from octotrain.contracts import NodeLogNames
 from octotrain.kubernetes_config import kubernetes_config
 from octotrain.planning import RunPlan, build_run_plan, run_key
 from octotrain.pods import master_address
-from octotrain.settings import REPO_ROOT, get_settings
+from octotrain.settings import get_settings
 from operators.collect_pod_logs import CollectPodLogsOperator
 from operators.delete_service import DeleteRunServiceOperator
 from operators.launch_pod import LaunchNodePodOperator
@@ -165,20 +165,18 @@ TRAINS_SLOWLY = (
 
 
 def setup() -> dict[str, int]:
-    """The demo catalog, its algorithm's script by absolute path (a pod starts in a working
-    folder of its own), and one task per scenario. On a real cluster the algorithms run in
-    ``OCTOTRAIN_E2E_ALGORITHM_IMAGE``, with this checkout at ``OCTOTRAIN_E2E_CODE_DIR``."""
+    """The demo catalog (its algorithm's code uploaded to the store: a pod receives it as
+    ``CODE`` and runs ``python train.py`` there) and one task per scenario. On a real cluster
+    the algorithms run in ``OCTOTRAIN_E2E_ALGORITHM_IMAGE``."""
     catalog = default_catalog()
     catalog.migrate()
     seed(catalog, default_object_store())
-    code_dir = Path(os.environ.get("OCTOTRAIN_E2E_CODE_DIR", REPO_ROOT))
     image = os.environ.get("OCTOTRAIN_E2E_ALGORITHM_IMAGE")
-    script = code_dir / "examples" / "linear_regression" / "train.py"
     with catalog.session() as session:
-        Algorithms(session, ADMIN).update(
-            "demo", "linear-regression-numpy",
-            {"command": ["python", str(script)]} | ({"image": image} if image else {}),
-        )  # fmt: skip
+        if image:
+            Algorithms(session, ADMIN, default_object_store()).update(
+                "demo", "linear-regression-numpy", {"image": image}
+            )
         ResourceSpecs(session, ADMIN).create(
             "demo",
             {"name": "gpu-one", "kind": "cce", "cpu": 1, "memory_mib": 512, "gpu_count": 1,
@@ -194,12 +192,18 @@ def setup() -> dict[str, int]:
         add_command_algorithm(catalog, name, code)
         if image:
             with catalog.session() as session:
-                Algorithms(session, ADMIN).update("demo", name, {"image": image})
+                Algorithms(session, ADMIN, default_object_store()).update(
+                    "demo", name, {"image": image}
+                )
     with catalog.session() as session:
-        Algorithms(session, ADMIN).update("demo", "rank-0-fails", {"env": {"API_TOKEN": "x"}})
+        Algorithms(session, ADMIN, default_object_store()).update(
+            "demo", "rank-0-fails", {"env": {"API_TOKEN": "x"}}
+        )
     with catalog.session() as session:
         command = [MISSING_INTERPRETER, "-c", "pass"]
-        Algorithms(session, ADMIN).update("demo", "cannot-start", {"command": command})
+        Algorithms(session, ADMIN, default_object_store()).update(
+            "demo", "cannot-start", {"command": command}
+        )
     return {
         "demo": add_task(catalog, name="demo-on-k8s"),
         "node-fails": add_task(
@@ -244,15 +248,9 @@ def setup() -> dict[str, int]:
             node_count=1,
             hang_detection={"after_seconds": 2},
         ),
-        **{
-            f"restarted{mode}": add_task(
-                catalog,
-                name=f"restarted{mode}",
-                algorithm="checkpoints-every-step",
-                parameters={},
-            )
-            for mode in ("", "-sync")
-        },
+        "restarted-sync": add_task(
+            catalog, name="restarted-sync", algorithm="checkpoints-every-step", parameters={}
+        ),
         **{
             f"apiserver-restart{mode}": add_task(
                 catalog,

@@ -39,7 +39,7 @@ def main() -> None:
     catalog.migrate()
     seed(catalog, default_object_store())
     with catalog.session() as session:
-        Algorithms(session, ADMIN).create(
+        Algorithms(session, ADMIN, default_object_store()).create(
             "demo",
             {
                 "name": "plain-script",

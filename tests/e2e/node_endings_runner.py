@@ -80,7 +80,7 @@ def setup(interpreter: str) -> dict[str, int]:
         ResourceSpecs(session, ADMIN).create(
             "demo", {"name": "tiny", "cpu": 1, "memory_mib": 128, "max_nodes": 1}
         )
-        algorithms = Algorithms(session, ADMIN)
+        algorithms = Algorithms(session, ADMIN, default_object_store())
         command = algorithms.get("demo", "checks-its-user").command
         algorithms.update("demo", "checks-its-user", {"command": [interpreter, *command[1:]]})
         corrupt_version(session, store)

@@ -2,8 +2,8 @@
 plane: the real operators, triggers and pods (``tests/e2e/k8s_runner.py``: each node's launch
 task in a process of its own, its deferrals run there as the triggerer would), the real
 scheduler and controller-manager, and the node agent (``tests/k8s_node_agent``) as the
-kubelet. A 2-node run whose node 1 is evicted mid-training (through the Eviction API, as
-``kubectl drain`` asks; or by its kubelet, under node pressure) is started again, both nodes,
+kubelet. A 2-node run whose node 1 is evicted mid-training by its kubelet (under node pressure) is
+started again, both nodes,
 from their checkpoints, and finishes with the model of an uninterrupted run, as does one whose
 machine dies under both nodes (its node goes NotReady, the controller-manager evicts its pods,
 which nothing will ever confirm); the task's restart limit is honoured; a training that fails
@@ -151,6 +151,10 @@ def _ended_as_if_uninterrupted(cluster: Cluster, plan: Path, task: str, task_id:
     assert cluster.pods_of(task_id) == []
 
 
+# Synchronous launch tasks: their restart watchers see the evicted pod's end. A deferred one's
+# trigger sees a restart in the lost node's test and the restart limit's (an eviction through
+# the Eviction API, as kubectl drain asks), its pod deleted before its end could be read.
+@pytest.mark.parametrize("mode", ["synchronous"])
 def test_a_node_evicted_mid_training_restarts_the_run_from_its_checkpoints(
     cluster: Cluster,
     tasks: dict[str, int],
@@ -161,14 +165,8 @@ def test_a_node_evicted_mid_training_restarts_the_run_from_its_checkpoints(
     plan = _prepare(cluster, task, env)
     workers = {node: launch_in_background(cluster, plan, node, 1, env) for node in NODES}
     evicted = checkpointed_pod(cluster, plan, "distributed-1", 40, workers)  # half way
-    # Each way reaches each kind of launch task once, at the cost of one run each.
-    if mode == "synchronous":  # the kubelet, under node pressure
-        cluster.agents[-1].evict(NAMESPACE, evicted)
-        why = "TerminationByKubelet: The node was low on resource"
-    else:  # the Eviction API, as kubectl drain asks for it
-        _evict(cluster, evicted)
-        # The pod is deleted (with its DisruptionTarget) before the launcher reads its end.
-        why = "deleted before its end could be read"
+    cluster.agents[-1].evict(NAMESPACE, evicted)  # by the kubelet, under node pressure
+    why = "TerminationByKubelet: The node was low on resource"
     result = succeeded(cluster, workers, plan, tasks[task], env)
     for node in NODES:
         train = stored(cluster, result, names(result, node).train)
@@ -184,13 +182,6 @@ def test_a_node_evicted_mid_training_restarts_the_run_from_its_checkpoints(
     other = stored(cluster, result, names(result, "distributed-0").supplemental)
     assert "stopped to be started again with every node" in other
     _ended_as_if_uninterrupted(cluster, plan, task, tasks[task])
-
-
-def _evict(cluster: Cluster, pod: str) -> None:
-    """An eviction through the Eviction API, as ``kubectl drain`` asks for one."""
-    eviction = {"apiVersion": "policy/v1", "kind": "Eviction",
-                "metadata": {"name": pod, "namespace": NAMESPACE}}  # fmt: skip
-    cluster.api.create_namespaced_pod_eviction(pod, NAMESPACE, eviction)
 
 
 # Deferred launch tasks only: the eviction test covers both ways a restart reaches a node.
@@ -237,7 +228,15 @@ def test_a_lost_node_restarts_the_run_from_the_checkpoints_synced_before(
     _ended_as_if_uninterrupted(cluster, plan, task, tasks[task])
 
 
-# Deferred launch tasks only: the eviction test covers both ways a restart reaches a node.
+def _evict(cluster: Cluster, pod: str) -> None:
+    """An eviction through the Eviction API, as ``kubectl drain`` asks for one."""
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction",
+                "metadata": {"name": pod, "namespace": NAMESPACE}}  # fmt: skip
+    cluster.api.create_namespaced_pod_eviction(pod, NAMESPACE, eviction)
+
+
+# Deferred launch tasks only: the eviction test and the lost node's cover both ways a restart
+# reaches a node.
 @pytest.mark.parametrize("mode", ["deferrable"])
 def test_a_training_that_fails_on_its_own_is_not_started_again(
     cluster: Cluster,

@@ -165,7 +165,6 @@ def real(root: Path) -> Iterator[Place]:
         connection: os.environ[connection],
         "OCTOTRAIN_OCTOTRAIN_IMAGE": image,
         "OCTOTRAIN_E2E_ALGORITHM_IMAGE": image,
-        "OCTOTRAIN_E2E_CODE_DIR": os.environ.get("OCTOTRAIN_E2E_CODE_DIR", "/opt/octotrain"),
     }
     api = CoreV1Api(config.new_client_from_config(config_file=os.environ["KUBECONFIG"]))
     with contextlib.suppress(ApiException):  # it exists already
@@ -312,6 +311,8 @@ def test_a_two_node_run_succeeds_with_its_logs_metrics_and_model(
         log = names(demo, node)
         assert "final mse" in stored(cluster, demo, log.train)
         assert "staged house-prices_v1: " in stored(cluster, demo, log.init)
+        # the algorithm's uploaded code, staged as CODE: the pod ran `python train.py` there
+        assert "staged linear-regression-numpy v1: " in stored(cluster, demo, log.init)
         assert "training ended (exit status 0)" in stored(cluster, demo, log.sidecar)
         prefix = f"runs/{demo['task_id']}/{demo['run']['run_key']}"
         assert cluster.store.list(f"{prefix}/metrics/{node}"), node

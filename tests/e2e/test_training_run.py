@@ -137,6 +137,7 @@ def test_demo_run_succeeds_with_logs_metrics_and_a_model_version(
         assert "final mse" in (folder / "logs" / names.train).read_text()
         init = (folder / "logs" / names.init).read_text()
         assert "staged house-prices_v1: " in init
+        assert "staged linear-regression-numpy v1: " in init  # its code, run from CODE
         staged[node_index] = "reused the verified copy in the node cache" in init
         assert "exited with status 0" in (folder / "logs" / names.sidecar).read_text()
         metrics = folder / "nodes" / node_index / "metrics"

@@ -40,7 +40,11 @@ def test_demo_task_plan(catalog: CatalogHook, store: LocalFolderStore) -> None:
     demo = seed(catalog, store)
     plan = plan_for(catalog, demo.task_id)
     assert plan.node_indices == ["distributed-0", "distributed-1"]
-    assert plan.command == ["python", "examples/linear_regression/train.py"]
+    assert plan.command == ["python", "train.py"]  # in CODE: the uploaded example folder
+    assert plan.code is not None and plan.code.kind == "code"
+    assert plan.code.name == "linear-regression-numpy v1"
+    assert plan.lineage["algorithm"]["code_version"] == 1
+    assert len(plan.lineage["algorithm"]["code_digest"]) == 64
     assert plan.parameters == {"epochs": 60, "learning_rate": 0.05, "batch_size": 64, "seed": 0}
     assert plan.env == {"OMP_NUM_THREADS": "1"}
     assert plan.run_as_user == "1000"

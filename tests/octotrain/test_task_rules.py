@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from sqlalchemy.orm import Session
 
+from hooks.local_store import LocalFolderStore
 from octotrain.catalog.access import Scope
 from octotrain.documents import DESCRIPTION_FORBIDDEN
 from octotrain.errors import InvalidInput
@@ -478,11 +479,11 @@ def test_staged_inputs_carry_their_catalog_ids_for_lineage(rule_session: Session
 
 
 def test_a_launch_over_the_kernels_limit_is_refused_naming_the_biggest_item(
-    rule_session: Session,
+    rule_session: Session, rule_store: LocalFolderStore
 ) -> None:
     from octotrain.catalog.named_objects import Algorithms
 
-    Algorithms(rule_session, ADMIN).create(
+    Algorithms(rule_session, ADMIN, rule_store).create(
         "demo",
         {
             "name": "many-strings",

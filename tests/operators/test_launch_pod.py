@@ -12,6 +12,7 @@ import pytest
 from kubernetes.client import ApiClient
 from sqlalchemy.orm import Session
 
+from hooks.local_store import LocalFolderStore
 from octotrain.catalog.named_objects import Algorithms, ResourceSpecs
 from octotrain.contracts import PLATFORM_ENV_NAMES
 from octotrain.planning import RunPlan, build_run_plan
@@ -79,8 +80,10 @@ def test_each_node_gets_the_environment_contract_and_its_rank(
     assert len(built) == nodes
     for rank, pod in enumerate(built):
         env = {item["name"]: item["value"] for item in containers(pod)["base"]["env"]}
-        assert set(env) >= PLATFORM_ENV_NAMES - {"MODEL", "MODEL_PATH"}
+        assert set(env) >= PLATFORM_ENV_NAMES - {"MODEL", "MODEL_PATH", "CODE"}
         assert "MODEL" not in env  # a regular training: no input models, no MODEL
+        # an image-only algorithm: no uploaded code, no CODE, the image's working folder
+        assert "CODE" not in env and "workingDir" not in containers(pod)["base"]
         assert (env["RANK"], env["WORLD_SIZE"]) == (str(rank), str(nodes))
         assert env["NODE_INDEX"] == plan.node_indices[rank]
         assert env["DATASET"] == "/octotrain/work/dataset" == env["DATASET_PATH"]
@@ -100,6 +103,20 @@ def test_each_node_gets_the_environment_contract_and_its_rank(
         assert pod["spec"]["hostname"] == plan.node_indices[rank]
         labels = pod["metadata"]["labels"]
         assert labels["map_index"] == str(rank) and labels["octotrain.io/node"] == env["NODE_INDEX"]
+
+
+def test_uploaded_code_is_the_node_s_code_folder_and_where_its_command_runs(
+    rule_session: Session,
+) -> None:
+    plan = plan_of(rule_session, CPU_TASK, 2)  # linear-regression-numpy, its code v1
+    assert plan.code is not None and plan.code.kind == "code"
+    for pod in pods(plan):
+        train = containers(pod)["base"]
+        env = {item["name"]: item["value"] for item in train["env"]}
+        assert env["CODE"] == "/octotrain/work/code" == train["workingDir"]
+        # CODE, like DATASET, is a link into the node cache's view: mounted read-only
+        cache = {"name": "octotrain-cache", "mountPath": "/octotrain/cache", "readOnly": True}
+        assert cache in train["volumeMounts"]
 
 
 def test_resources_user_priority_scheduling_and_mounts(rule_session: Session) -> None:
@@ -229,9 +246,11 @@ def test_the_time_limits_are_the_wrapper_s_the_pod_s_deadline_and_the_schedule_t
     assert "--max-training-seconds" not in containers(unlimited)["base"]["command"]
 
 
-def test_the_algorithm_s_metric_definitions_reach_the_wrapper(rule_session: Session) -> None:
+def test_the_algorithm_s_metric_definitions_reach_the_wrapper(
+    rule_session: Session, rule_store: LocalFolderStore
+) -> None:
     definitions = [{"name": "损失", "regex": "loss=([0-9.e-]+)"}]
-    Algorithms(rule_session, ADMIN).update(
+    Algorithms(rule_session, ADMIN, rule_store).update(
         "demo", "linear-regression-numpy", {"metric_definitions": definitions}
     )
     command = containers(pods(plan_of(rule_session, CPU_TASK, 1))[0])["base"]["command"]

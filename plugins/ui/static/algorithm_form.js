@@ -172,21 +172,94 @@
     };
   }
 
+  // The code chosen to upload as FormData (a folder's files by their path inside it, loose
+  // files by their names, or one zip as the archive), or null when none is chosen.
+  const folderInput = form.elements.namedItem("code-folder");
+  const filesInput = form.elements.namedItem("code-files");
+  const chosen = document.getElementById("code-chosen");
+  const LEFT_OUT = new Set([".git", ".hg", ".svn", "__pycache__"]);
+
+  function codeUpload() {
+    const data = new FormData();
+    const folder = [...folderInput.files];
+    const loose = [...filesInput.files];
+    if (folder.length) {
+      for (const file of folder) {
+        const parts = file.webkitRelativePath.split("/").slice(1); // inside the chosen folder
+        if (!parts.some((part) => LEFT_OUT.has(part))) data.append("files", file, parts.join("/"));
+      }
+    } else if (loose.length === 1 && /\.zip$/i.test(loose[0].name)) {
+      data.append("archive", loose[0], loose[0].name);
+    } else if (loose.length) {
+      for (const file of loose) data.append("files", file, file.name);
+    } else {
+      return null;
+    }
+    return data;
+  }
+
+  function sayChosen(input, other) {
+    other.value = ""; // a folder or files, the one chosen last
+    const data = codeUpload();
+    if (!data) {
+      chosen.textContent = "";
+      return;
+    }
+    const parts = [...data.values()];
+    const bytes = parts.reduce((sum, file) => sum + file.size, 0);
+    chosen.textContent = data.has("archive")
+      ? `To upload when you save: the zip ${parts[0].name} (${byteSize(bytes)}).`
+      : `To upload when you save: ${parts.length} file${parts.length === 1 ? "" : "s"} (${byteSize(bytes)}).`;
+  }
+  folderInput.addEventListener("change", () => sayChosen(folderInput, filesInput));
+  filesInput.addEventListener("change", () => sayChosen(filesInput, folderInput));
+
+  function uploadCode(name, data) {
+    return uploadWithProgress(`${collection}/${encodeURIComponent(name)}/code`, data, (sent, total) => {
+      chosen.textContent = `Uploading the code: ${Math.round((100 * sent) / total)}%`;
+    });
+  }
+
+  const lost = (error) => ({ ok: false, status: 0, body: { detail: error.message } });
+
+  // A new algorithm is created, then its code uploaded; a refused upload deletes the algorithm
+  // again, so that nothing is half-made. A change uploads the code first (a refusal changes
+  // nothing), then saves the rest.
+  async function createOrSave(document_, code) {
+    if (!saved) {
+      const created = await sendJson("POST", collection, document_).catch(lost);
+      if (!created.ok || !code) return { answer: created };
+      const uploaded = await uploadCode(created.body.name, code);
+      if (!uploaded.ok) await sendJson("DELETE", `${collection}/${encodeURIComponent(created.body.name)}`).catch(lost);
+      return { answer: uploaded.ok ? created : uploaded, version: uploaded.body.version };
+    }
+    let version;
+    if (code) {
+      const uploaded = await uploadCode(saved.name, code);
+      if (!uploaded.ok) return { answer: uploaded };
+      version = uploaded.body.version;
+    }
+    const changed = await sendJson("PATCH", `${collection}/${encodeURIComponent(saved.name)}`, document_).catch(lost);
+    return { answer: changed, version };
+  }
+
   async function save(event) {
     event.preventDefault();
     const button = document.getElementById("save");
     clearProblems(form, summary);
     button.disabled = true;
-    const answer = await (saved
-      ? sendJson("PATCH", `${collection}/${encodeURIComponent(saved.name)}`, documentOfForm())
-      : sendJson("POST", collection, documentOfForm())
-    ).catch((error) => ({ ok: false, status: 0, body: { detail: error.message } }));
+    const { answer, version } = await createOrSave(documentOfForm(), codeUpload());
     button.disabled = false;
     if (answer.ok) {
-      sayOnNextPage(`Algorithm ${answer.body.name} ${saved ? "saved" : "created"}.`);
+      const code = version ? `, with its code v${version}` : "";
+      sayOnNextPage(`Algorithm ${answer.body.name} ${saved ? "saved" : "created"}${code}.`);
       window.location.assign(`${root}/ui/algorithms`);
       return;
     }
+    if (version) {
+      answer.body.detail = `The code was uploaded as v${version}; the other changes were not saved: ${answer.body.detail}`;
+    }
+    chosen.textContent = "";
     const first = showProblems(form, summary, answer);
     const field = first && form.elements.namedItem(first.dataset.errorFor);
     const target = first?.closest("tr.row-error")?.previousElementSibling

@@ -19,15 +19,19 @@ function showProblems(form, summary, answer) {
     const parts = problem.field.split(".");
     let place = null;
     for (let length = parts.length; length > 0 && !place; length -= 1) {
-      place = form.querySelector(`[data-error-for="${CSS.escape(parts.slice(0, length).join("."))}"]`);
-      if (place && length < parts.length) problem.shown = `${partInWords(parts.slice(length))}: ${problem.rule}`;
+      const at = parts.slice(0, length).join(".");
+      place = form.querySelector(`[data-error-for="${CSS.escape(at)}"]`);
+      // Below a place of files (data-paths) the rest is a file's path, shown as it is.
+      const rest = place?.dataset.paths !== undefined ? problem.field.slice(at.length + 1) : partInWords(parts.slice(length));
+      if (place && length < parts.length) problem.shown = `${rest}: ${problem.rule}`;
     }
     if (!place) {
       unplaced.push(`${partInWords(problem.field.split("."))}: ${problem.rule}`);
       continue;
     }
     place.append(element("span", problem.shown || problem.rule));
-    const field = form.elements.namedItem(place.dataset.errorFor);
+    // The input the place is for: its own name, or the one it names (data-field).
+    const field = form.elements.namedItem(place.dataset.field || place.dataset.errorFor);
     if (field instanceof Element) field.setAttribute("aria-invalid", "true");
     first = first || place;
   }

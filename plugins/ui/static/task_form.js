@@ -112,6 +112,17 @@
     return shown;
   };
 
+  // The chosen algorithm's code versions, the task's own (or else the newest) selected; hidden
+  // for an algorithm without uploaded code.
+  function showCodeVersions(kept) {
+    const versions = algorithm()?.code_versions || [];
+    const newest = versions[versions.length - 1];
+    fill(field("code_version"), [...versions].reverse().map((version) =>
+      [String(version), version === newest ? `v${version} (newest)` : `v${version}`]),
+      [String(versions.includes(kept) ? kept : newest)]);
+    document.getElementById("code-version-field").hidden = !versions.length;
+  }
+
   function showAlgorithm(values, env) {
     const chosen = algorithm();
     document.getElementById("algorithm-description").textContent = chosen ? chosen.description : "";
@@ -221,6 +232,8 @@
       node_count: numberOrText(field("node_count")),
       priority: numberOrText(field("priority")),
       algorithm: field("algorithm").value,
+      // absent without uploaded code; null never sent (the API then takes the newest)
+      ...(field("code_version").value ? { code_version: Number(field("code_version").value) } : {}),
       run_as_uid: numberOrText(field("run_as_uid")),
       training_kind: form.querySelector("input[name=training_kind]:checked").value,
       model_repository: field("model_repository").value,
@@ -392,8 +405,12 @@
   }
   showData((start.data_inputs || []).map(refValue), (start.mounts || []).map(refValue), start.retrain_on || []);
   showAlgorithm(start.parameters || {}, start.env || {});
+  showCodeVersions(start.algorithm === field("algorithm").value ? start.code_version : undefined);
   showKind();
-  field("algorithm").addEventListener("change", () => showAlgorithm({}, {}));
+  field("algorithm").addEventListener("change", () => {
+    showAlgorithm({}, {});
+    showCodeVersions(undefined);
+  });
   field("resource_spec").addEventListener("change", showKind);
   for (const radio of form.querySelectorAll("input[name=training_kind]")) radio.addEventListener("change", showKind);
   for (const name of ["name", "description"]) {

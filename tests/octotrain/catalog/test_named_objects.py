@@ -3,7 +3,9 @@ delete; names unique per project; deleting or renaming what is in use is refused
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import func, select
@@ -55,8 +57,10 @@ def test_names_are_unique_per_project_and_problems_come_together(rule_session: S
     assert specs.create("other", SPEC | {"name": "cpu-small"}).project.name == "other"
 
 
-def test_algorithm_parameters_and_variables_are_stored_as_declared(rule_session: Session) -> None:
-    algorithm = Algorithms(rule_session, ADMIN).create("demo", ALGORITHM)
+def test_algorithm_parameters_and_variables_are_stored_as_declared(
+    rule_session: Session, rule_store: LocalFolderStore
+) -> None:
+    algorithm = Algorithms(rule_session, ADMIN, rule_store).create("demo", ALGORITHM)
     assert algorithm.parameters == [
         {
             "name": "depth",
@@ -77,9 +81,9 @@ def test_algorithm_parameters_and_variables_are_stored_as_declared(rule_session:
 
 
 def test_renaming_or_deleting_what_a_task_uses_is_refused_with_its_name(
-    rule_session: Session,
+    rule_session: Session, rule_store: LocalFolderStore
 ) -> None:
-    algorithms = Algorithms(rule_session, ADMIN)
+    algorithms = Algorithms(rule_session, ADMIN, rule_store)
     algorithms.create("demo", ALGORITHM)
     Tasks(rule_session, ADMIN).create(VALID_TASK | {"name": "uses-xgb", "algorithm": "xgb"})
     with pytest.raises(StillReferenced) as caught:
@@ -94,15 +98,27 @@ def test_renaming_or_deleting_what_a_task_uses_is_refused_with_its_name(
 @pytest.mark.parametrize(
     ("service", "name", "referrers"),
     [
-        (ResourceSpecs, "cpu-small", ["task '演示-房价回归'"]),
-        (Algorithms, "linear-regression-numpy", ["task '演示-房价回归'"]),
+        (
+            lambda session, _store: ResourceSpecs(session, ADMIN),
+            "cpu-small",
+            ["task '演示-房价回归'"],
+        ),
+        (
+            lambda session, store: Algorithms(session, ADMIN, store),
+            "linear-regression-numpy",
+            ["task '演示-房价回归'"],
+        ),
     ],
 )
 def test_the_demo_tasks_references_are_protected(
-    rule_session: Session, service: type, name: str, referrers: list[str]
+    rule_session: Session,
+    rule_store: LocalFolderStore,
+    service: Callable[[Session, LocalFolderStore], Any],
+    name: str,
+    referrers: list[str],
 ) -> None:
     with pytest.raises(StillReferenced) as caught:
-        service(rule_session, ADMIN).delete("demo", name)
+        service(rule_session, rule_store).delete("demo", name)
     assert caught.value.referrers == referrers
 
 

@@ -17,6 +17,7 @@ def test_version_prefixes_follow_the_layout() -> None:
     assert version_prefix_of("caches/p/c/0123abcd/a.csv") == "caches/p/c/0123abcd"
     assert version_prefix_of("models/p/r/3/w.bin") == "models/p/r/3"
     assert version_prefix_of("models/p/r/runs/manual-1/w.bin") == "models/p/r/runs/manual-1"
+    assert version_prefix_of("algorithms/1/2/code/v3/lib/a.py") == "algorithms/1/2/code/v3"
 
 
 def test_only_old_unreferenced_prefixes_are_orphans(
@@ -26,9 +27,12 @@ def test_only_old_unreferenced_prefixes_are_orphans(
     source.write_bytes(b"w")
     rule_store.put_file("models/demo/house-price-model/runs/died/w.bin", source)
     rule_store.put_file("datasets/demo/many/v99/a.csv", source)
+    rule_store.put_file("algorithms/1/999/code/v1/train.py", source)  # an upload that died
     later = time.time() + 2 * 86400
     assert orphan_prefixes(rule_session, rule_store, older_than=timedelta(days=1)) == []
+    # the demo's algorithms' code is referenced: never an orphan
     assert orphan_prefixes(rule_session, rule_store, older_than=timedelta(days=1), now=later) == [
+        "algorithms/1/999/code/v1",
         "datasets/demo/many/v99",
         "models/demo/house-price-model/runs/died",
     ]

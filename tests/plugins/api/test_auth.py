@@ -20,6 +20,7 @@ PLACEHOLDERS = {
     "task_id": "1",
     "run_id": "1",
     "dag_id": "octotrain_task_1",
+    "algorithm": "linear-regression-numpy",
 }
 
 

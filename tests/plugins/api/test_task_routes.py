@@ -19,6 +19,7 @@ from hooks.catalog import default_catalog
 from hooks.checkpoint_sync import CheckpointSync
 from hooks.dag_runs import TriggeredRun
 from hooks.local_process import RunAbortMarker
+from hooks.object_store import default_object_store
 from octotrain.catalog.models import Run, RunState
 from octotrain.errors import Conflict
 from octotrain.planning import run_key
@@ -271,7 +272,7 @@ def test_a_secret_typed_for_one_run_is_held_apart_from_airflows_conf(
 
     alice = api.as_user("alice")
     with default_catalog().session() as session:
-        Algorithms(session, ADMIN).create(
+        Algorithms(session, ADMIN, default_object_store()).create(
             "demo",
             {"name": "with-secrets", "image": "python:3.11", "command": ["python", "t.py"],
              "sample_type": "table", "env": {"API_TOKEN": "abc123"}},

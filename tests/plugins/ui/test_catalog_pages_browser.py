@@ -8,8 +8,11 @@ back, and the DAG's docs linking to the task's page. Every section in both theme
 
 from __future__ import annotations
 
+import io
 import re
 import uuid
+import zipfile
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -62,7 +65,24 @@ def _section(page: Page, console: FrameLocator, section: str) -> None:
     expect(page).to_have_url(re.compile(f"/plugin/octotrain-tasks/octotrain/ui/{section}$"))
 
 
-def test_register_what_a_first_task_needs_and_follow_lineage(airflow: LiveAirflow) -> None:
+def _zipped(name: str, members: dict[str, bytes]) -> dict[str, Any]:
+    """A zip file as Playwright's file chooser takes one."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for path, content in members.items():
+            archive.writestr(path, content)
+    return {"name": name, "mimeType": "application/zip", "buffer": buffer.getvalue()}
+
+
+def test_register_what_a_first_task_needs_and_follow_lineage(
+    airflow: LiveAirflow, tmp_path: Path
+) -> None:
+    code_folder = tmp_path / "my-algo"
+    (code_folder / "lib").mkdir(parents=True)
+    (code_folder / "train.py").write_text("print('v2')\n")
+    (code_folder / "lib" / "util.py").write_text("X = 1\n")
+    (code_folder / "__pycache__").mkdir()  # left out by the page
+    (code_folder / "__pycache__" / "train.cpython-311.pyc").write_bytes(b"\0")
     task_id, run_id = _demo_run(airflow)  # trains while the user registers things
     with chromium() as browser:
         page = signed_in(browser.new_context(viewport={"width": 1100, "height": 800}), airflow)
@@ -94,15 +114,41 @@ def test_register_what_a_first_task_needs_and_follow_lineage(airflow: LiveAirflo
         expect(console.locator("#form-problems")).to_be_in_viewport()
         page.screenshot(path=screenshot_path("catalog-algorithm-refused"))
         row.get_by_label("Default").fill("5")
+        # Its code as a zip: one that leaves its folder is refused at the field, and the
+        # algorithm is not made either
+        code_files = form.get_by_label("or files, or one zip")
+        code_files.set_input_files(_zipped("code.zip", {"../escape.py": b"x"}))
+        expect(console.locator("#code-chosen")).to_contain_text("the zip code.zip")
         form.get_by_role("button", name="Create").click()
+        expect(form.locator("[data-error-for=archive]")).to_contain_text(
+            "../escape.py: leaves the folder"
+        )
+        expect(code_files).to_have_attribute("aria-invalid", "true")
+        assert _api(airflow, "GET", "/projects/demo/algorithms/catalog-algo").status_code == 404
+        page.screenshot(path=screenshot_path("catalog-algorithm-code-refused"))
+        code_files.set_input_files(_zipped("code.zip", {"algo/train.py": b"print('v1')\n"}))
+        form.get_by_role("button", name="Create").click()
+        expect(console.locator("#page-said")).to_contain_text(
+            "Algorithm catalog-algo created, with its code v1."
+        )
         expect(console.locator("tr[data-algorithm=catalog-algo]")).to_contain_text("epochs: int")
         console.get_by_role("link", name="catalog-algo").click()
         expect(form.locator("tr.parameter").first.get_by_label("Default")).to_have_value("5")
         form.get_by_label("Description", exact=True).fill("prints that it trained")
+        # A folder as its next version (a browser's folder picker)
+        form.get_by_label("Upload new code: a folder").set_input_files(code_folder)
         form.get_by_role("button", name="Save").click()
+        expect(console.locator("#page-said")).to_contain_text("with its code v2.")
         expect(console.locator("tr[data-algorithm=catalog-algo]")).to_contain_text(
             "prints that it trained"
         )
+        console.get_by_role("link", name="catalog-algo").click()
+        code_v2 = form.locator("#code-versions #code-v2")
+        expect(code_v2).to_contain_text("2 files")
+        code_v2.locator("summary").click()
+        expect(code_v2.get_by_role("link", name="Download")).to_have_count(2)
+        page.screenshot(path=screenshot_path("catalog-algorithm-code-versions"))
+        console.locator(".console-nav").get_by_role("link", name="Algorithms").click()
 
         # A dataset, a version uploaded with its progress, published
         _section(page, console, "datasets")
@@ -205,6 +251,7 @@ def test_register_what_a_first_task_needs_and_follow_lineage(airflow: LiveAirflo
         lineage = console.locator("#model-version-page")
         made_from = lineage.locator("section.made-from")
         expect(made_from).to_contain_text("house-prices v1")
+        expect(made_from.locator("#model-code-version")).to_have_text("code v1")  # the demo's
         # The run that made it, named as runs are everywhere ("#23", linked to its page in the
         # console), and its DAG run in Airflow (its Airflow id in the link's title)
         expect(made_from.locator("#made-by-run a").first).to_have_text(re.compile(r"^#\d+$"))
