@@ -9,6 +9,8 @@ no name can reach outside the run.
 from __future__ import annotations
 
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,11 +22,17 @@ from hooks.zip_stream import ZipMember, zip_chunks
 from octotrain.catalog.models import Run
 from octotrain.contracts import LOG_KINDS, NodeLogNames
 from octotrain.errors import NotFound
+from octotrain.log_lines import LineIndex
 from octotrain.run_layout import RunLayout, recorded_layout
 from octotrain.settings import get_settings
 from octotrain.storage import ObjectStore
 
 CHUNK = 1024 * 1024
+# The line indexes of the log files this process has paged, the most recently used kept: a
+# page of a file paged before is numbered by reading at most one mark's span of it.
+MAX_LINE_INDEXES = 256
+_line_indexes: OrderedDict[str, LineIndex] = OrderedDict()
+_line_indexes_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -124,6 +132,17 @@ class RunLogs:
             return FileRanges(path)
         # The listing that found ``log`` is as fresh as a HEAD request would be.
         return StoreRanges(self.store, f"{self.prefix}/{log.name}", log.size)
+
+    def line_number(self, log: LogFile, source: FileRanges | StoreRanges, offset: int) -> int:
+        """The number (from 1) of the line of ``log`` that starts at byte ``offset``."""
+        path = self.local_path(log)
+        key = str(path) if path is not None else f"{self.store.url} {self.prefix}/{log.name}"
+        with _line_indexes_lock:
+            index = _line_indexes.pop(key, None) or LineIndex()
+            _line_indexes[key] = index
+            while len(_line_indexes) > MAX_LINE_INDEXES:
+                _line_indexes.popitem(last=False)
+            return index.line_at(source, offset)
 
     def chunks(self, log: LogFile, *, start: int = 0) -> Iterator[bytes]:
         """The content of ``log`` from ``start``, streamed in constant memory."""

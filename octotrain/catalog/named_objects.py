@@ -66,6 +66,16 @@ class NamedObjects(Generic[RowT]):
     def page(self, project: str, window: Window) -> Page[RowT]:
         return paged(self.session, self._listed(project), window)
 
+    def page_in_every_project(self, window: Window) -> Page[RowT]:
+        """One page of the objects of every project the user sees, by project, then name."""
+        query = (
+            select(self.row_type)
+            .join(Project, self.row_type.project_id == Project.id)
+            .where(self.scope.visible_projects())
+            .order_by(Project.name, self.row_type.name)
+        )
+        return paged(self.session, query, window)
+
     def _listed(self, project: str) -> Select[Any]:
         found = self.scope.project(self.session, project)
         return (

@@ -84,12 +84,15 @@ class LogPageView(BaseModel):
     at_start: bool
     at_end: bool
     partial: bool
+    # The number (from 1) of the page's first line in the file: the page's lines count on.
+    first_line: int
     lines: list[LogLineView]
 
     @classmethod
-    def of(cls, name: str, page: LogPage) -> LogPageView:
+    def of(cls, name: str, page: LogPage, first_line: int) -> LogPageView:
         return cls(
             name=name,
+            first_line=first_line,
             size=page.size,
             start=page.start,
             end=page.end,
@@ -209,7 +212,8 @@ def read_log(
     if before is not None and after is not None:
         raise InvalidQuery.one("before", "give before or after, not both")
     _, _, logs = _run_logs(task_id, run_id, scope)
-    source = logs.ranges(logs.file(name))
+    log = logs.file(name)
+    source = logs.ranges(log)
     try:
         if after is not None:
             page = page_after(source, after, lines)
@@ -217,9 +221,10 @@ def read_log(
             page = page_before(source, before, lines)
         else:
             page = tail(source, lines)
+        first = logs.line_number(log, source, page.lines[0].offset if page.lines else page.start)
     finally:
         source.close()
-    return LogPageView.of(name, page)
+    return LogPageView.of(name, page, first)
 
 
 @router.get(

@@ -26,6 +26,7 @@ from octotrain.catalog.documents import CACHE_TTL_HOURS_MAX, DEFAULT_TTL_HOURS
 from octotrain.catalog.model_versions import ModelVersions
 from octotrain.catalog.models import AlgorithmType, AnnotationStatus, Run
 from octotrain.catalog.named_objects import Algorithms, Datasets, ModelRepositories
+from octotrain.catalog.paging import Window
 from octotrain.catalog.projects import Projects
 from octotrain.catalog.usage import model_version_users
 from octotrain.catalog.views import (
@@ -43,6 +44,7 @@ from octotrain.task_rules import USABLE_VERSION_STATUSES
 from octotrain.task_spec import MAX_VERSION_NUMBER
 from plugins.api.auth import CurrentScope
 from plugins.ui.pages import render
+from plugins.ui.task_list import MAX_PAGE, page_links
 
 Name = Annotated[str, PathParameter(min_length=1, max_length=64, pattern=r"^[^\x00-\x1f/]+$")]
 ProjectQuery = Annotated[str, Query(min_length=1, max_length=64)]
@@ -100,16 +102,38 @@ def _algorithm_form(
                   max_code_mb=get_settings().max_code_mb)  # fmt: skip
 
 
+DATASETS_PER_PAGE = 25
+
+
 @router.get("/datasets", response_class=HTMLResponse)
-def datasets_page(request: Request, scope: CurrentScope) -> HTMLResponse:
-    """Datasets with their versions; new dataset, upload of a version, publish."""
+def datasets_page(
+    request: Request,
+    scope: CurrentScope,
+    page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
+) -> HTMLResponse:
+    """The datasets of every project the user is in, one table, a page of them at a time (by
+    project, then name), each with its versions: new dataset, upload of a version, publish;
+    each version's files to browse."""
     with default_catalog().session() as session:
+        projects = [project.name for project in Projects(session, scope).list()]
         datasets = Datasets(session, scope, default_object_store())
-        groups = [
-            (project.name, [DatasetView.of(row) for row in datasets.list(project.name)])
-            for project in Projects(session, scope).list()
-        ]
-    return render("datasets.html", request, groups=groups,
+        window = Window(limit=DATASETS_PER_PAGE, offset=(page - 1) * DATASETS_PER_PAGE)
+        found = datasets.page_in_every_project(window)
+        shown = [DatasetView.of(row) for row in found.items]
+        # each version's files, to browse one by one (the first SHOWN_FILES; the zip has all)
+        files = {
+            (row.project.name, row.name, version.version): sorted(
+                (path, int(entry["size"])) for path, entry in version.manifest.items()
+            )[:SHOWN_FILES]
+            for row in found.items
+            for version in row.versions
+        }
+    pages = max(1, -(-found.total // DATASETS_PER_PAGE))
+    return render("datasets.html", request, projects=projects, datasets=shown, files=files,
+                  page=min(page, pages), pages=pages, total=found.total,
+                  page_links=page_links(min(page, pages), pages),
+                  first=(page - 1) * DATASETS_PER_PAGE + 1 if shown else 0,
+                  last=(page - 1) * DATASETS_PER_PAGE + len(shown),
                   annotation_statuses=[str(status) for status in AnnotationStatus])  # fmt: skip
 
 

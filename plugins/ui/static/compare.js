@@ -43,13 +43,16 @@ function draw(plot, option) {
   };
   entry.redraw();
   drawn.push(entry);
+  return entry;
 }
 
 // The axis tooltip: the x, then each run's value there (a run without a point there is left out).
 function axisTooltip(head) {
   return (params) => {
+    // a smoothed point carries its raw value third
+    const raw = (point) => (point.value.length > 2 ? ` (raw ${significant(point.value[2])})` : "");
     const rows = params.filter((point) => Number.isFinite(point.value[1])).map((point) =>
-      `${point.marker}${escapeHtml(point.seriesName)} <b>${significant(point.value[1])}</b>`);
+      `${point.marker}${escapeHtml(point.seriesName)} <b>${significant(point.value[1])}</b>${raw(point)}`);
     return [`<b>${escapeHtml(head(params[0].value[0], params[0]))}</b>`, ...rows].join("<br>");
   };
 }
@@ -103,33 +106,74 @@ function runPoints(xs, values) {
   return points;
 }
 
-function comparedOption(data, labels) {
+// One chart's lines, a line per run: the chart's first line on the left axis, its second on
+// one of its own on the right (as the run page draws them); smoothed as on the run page (the
+// raw line faint behind), zoomed by the wheel, the slider or a box.
+function comparedOption(data, labels, state) {
   const palette = PALETTES[dark() ? "dark" : "light"];
   const series = [];
+  const twoAxes = data.lines.length > 1;
   labels.filter((label) => data.values[label]).forEach((label) => {
     const index = labels.indexOf(label);
     data.lines.forEach((line, lineIndex) => {
       const values = data.values[label][line];
       if (!values) return;
-      const points = runPoints(data.x, values);
-      series.push({
-        type: "line", name: data.lines.length > 1 ? `${label} · ${line}` : label, data: points,
-        color: palette[index % palette.length], showSymbol: points.length <= FEW_POINTS, symbolSize: 6,
+      const raw = runPoints(data.x, values);
+      const base = {
+        type: "line", name: twoAxes ? `${label} · ${line}` : label, yAxisIndex: Math.min(lineIndex, 1),
+        color: palette[index % palette.length], showSymbol: raw.length <= FEW_POINTS, symbolSize: 6,
         animation: false, sampling: "lttb",
         // a second line of the same run, and runs past the palette, are dashed
         lineStyle: { type: lineIndex > 0 || index >= palette.length ? "dashed" : "solid" },
-      });
+      };
+      if (!state.smooth) {
+        series.push({ ...base, data: raw });
+        return;
+      }
+      const smoothed = OctotrainSmoothing.smooth(raw.map((point) => point[1]), state.weight);
+      series.push({ ...base, name: `${base.name} (raw)`, data: raw, silent: true, tooltip: { show: false },
+                    lineStyle: { ...base.lineStyle, opacity: 0.25 }, itemStyle: { opacity: 0.25 } });
+      series.push({ ...base, data: raw.map((point, at) => [point[0], smoothed[at], point[1]]) });
     });
   });
+  const axis = (name, index) => ({ type: "value", scale: true, name, position: index ? "right" : "left",
+                                   nameTextStyle: { align: index ? "right" : "left" } });
   return {
-    legend: { top: 4, left: 8, right: 8, type: "scroll" },
+    // raw lines are left out of the legend: each goes with its smoothed line
+    legend: { top: 4, left: 8, right: 112, type: "scroll",
+              data: series.filter((item) => !item.silent).map((item) => item.name) },
     tooltip: { trigger: "axis", formatter: axisTooltip((x) => `${data.x_name} ${significant(x)}`) },
-    grid: { left: 56, right: 24, top: 48, bottom: 64 },
+    grid: { left: 56, right: twoAxes ? 56 : 24, top: 72, bottom: 64 },
     xAxis: { type: "value", name: data.x_name, min: "dataMin", max: "dataMax", nameLocation: "middle", nameGap: 24 },
-    yAxis: { type: "value", scale: true },
+    yAxis: twoAxes ? [axis(data.lines[0], 0), axis(data.lines.slice(1).join(", "), 1)] : [axis("", 0)],
     dataZoom: [{ type: "inside", filterMode: "none" }, { type: "slider", filterMode: "none", height: 18, bottom: 6 }],
+    toolbox: { right: 8, top: 2, feature: {
+      dataZoom: { filterMode: "none", title: { zoom: "Zoom to a box (x and y)", back: "Back" } },
+      restore: { title: "Reset" } } },
     series,
   };
+}
+
+// Smoothing for one chart: a switch and its weight, as on the run page.
+function smoothingControls(box, state, redraw) {
+  const controls = element("div", undefined, "tools");
+  const label = element("label", " smoothing");
+  const toggle = element("input");
+  toggle.type = "checkbox"; toggle.className = "smooth"; toggle.checked = state.smooth;
+  label.prepend(toggle);
+  const weight = element("input");
+  weight.type = "range"; weight.min = "0"; weight.max = "0.999"; weight.step = "0.001";
+  weight.value = String(state.weight); weight.className = "weight"; weight.title = "smoothing weight";
+  weight.setAttribute("aria-label", "smoothing weight");
+  const shown = element("span", state.weight.toFixed(3), "muted");
+  toggle.addEventListener("change", () => { state.smooth = toggle.checked; redraw(); });
+  weight.addEventListener("input", () => {
+    state.weight = Number(weight.value);
+    shown.textContent = state.weight.toFixed(3);
+    if (state.smooth) redraw();
+  });
+  controls.append(label, weight, shown);
+  box.querySelector("h2").after(controls);
 }
 
 async function comparedChart(chart, labels) {
@@ -140,7 +184,9 @@ async function comparedChart(chart, labels) {
   if (data.missing.length) notes.push(`not declared by ${data.missing.join(", ")}`);
   if (data.downsampled) notes.push("downsampled, peaks kept");
   if (notes.length) box.querySelector("h2").append(element("span", ` (${notes.join("; ")})`, "muted"));
-  draw(plot, () => comparedOption(data, labels));
+  const state = { smooth: Boolean(chart.smooth), weight: 0.6 };
+  const entry = draw(plot, () => comparedOption(data, labels, state));
+  smoothingControls(box, state, () => entry.chart.setOption(comparedOption(data, labels, state), true));
 }
 
 // ---- the trend of a task's retraining runs ----------------------------------------------------

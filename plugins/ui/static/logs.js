@@ -74,9 +74,11 @@ function markCurrent() {
 const ERROR_LINE = /\b(ERROR|CRITICAL|FATAL|Traceback|Exception|Error:)|\bERROR\b|\b[A-Za-z]+Error\b/;
 const WARNING_LINE = /\b(WARNING|WARN)\b|\b[A-Za-z]*Warning\b/;
 
-function lineElement(line, hitOffset) {
+// A line of the file with its number in the file (shown beside it, never copied with it).
+function lineElement(line, number, hitOffset) {
   const shown = element("span", `${line.text}\n`, "line");
   shown.dataset.offset = line.offset;
+  shown.dataset.line = number;
   if (ERROR_LINE.test(line.text)) shown.classList.add("line-error");
   else if (WARNING_LINE.test(line.text)) shown.classList.add("line-warning");
   if (line.offset === hitOffset) shown.classList.add("hit");
@@ -85,7 +87,10 @@ function lineElement(line, hitOffset) {
 
 function showPage(view, { prepend = false, hitOffset = -1 } = {}) {
   const lines = $("lines");
-  const made = view.lines.map((line) => lineElement(line, hitOffset));
+  const made = view.lines.map((line, at) => lineElement(line, view.first_line + at, hitOffset));
+  // Numbers as wide as the largest one on the page, so that the text stays in one column.
+  const widest = String(view.first_line + view.lines.length).length;
+  lines.style.setProperty("--line-digits", Math.max(widest, Number(lines.style.getPropertyValue("--line-digits")) || 0));
   if (prepend) {
     const before = lines.scrollHeight;
     lines.prepend(...made);

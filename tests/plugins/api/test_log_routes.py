@@ -82,11 +82,14 @@ def test_a_view_opens_at_the_end_pages_back_and_follows(
     last = api.client.get(f"{base}/{name}", params={"lines": 200}, headers=alice).json()
     assert [line["text"] for line in last["lines"]][-1] == "epoch 1000 loss=1000"  # no ANSI
     assert len(last["lines"]) == 200 and last["at_end"] and not last["at_start"]
+    assert last["first_line"] == 801  # the page's lines are numbered as in the file
     back = api.client.get(f"{base}/{name}", params={"before": last["start"], "lines": 10},
                           headers=alice).json()  # fmt: skip
     assert [line["text"] for line in back["lines"]][-1] == "epoch 800 loss=800"
+    assert back["first_line"] == 791
     first = api.client.get(f"{base}/{name}", params={"after": 0, "lines": 1}, headers=alice)
     assert first.json()["lines"] == [{"offset": 0, "text": "epoch 1 loss=1"}]
+    assert first.json()["first_line"] == 1
     both = api.client.get(f"{base}/{name}", params={"after": 0, "before": 9}, headers=alice)
     assert both.status_code == 400 and "before or after" in both.json()["detail"]
     follow = api.client.get(f"{base}/{name}", params={"after": last["end"]}, headers=alice)
@@ -96,7 +99,7 @@ def test_a_view_opens_at_the_end_pages_back_and_follows(
             log.write(b"epoch 1001 loss=1\nepoch 10")
         grown = api.client.get(f"{base}/{name}", params={"after": last["end"]}, headers=alice)
         assert [line["text"] for line in grown.json()["lines"]] == ["epoch 1001 loss=1", "epoch 10"]
-        assert grown.json()["partial"]
+        assert grown.json()["partial"] and grown.json()["first_line"] == 1001
 
 
 def test_binary_and_huge_lines_stay_a_readable_page(api: Api, run_logs: tuple[str, dict]) -> None:

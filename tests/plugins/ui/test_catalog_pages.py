@@ -7,9 +7,12 @@ from __future__ import annotations
 import html
 import re
 
+import pytest
+
 from dags.factory import task_doc_md
 from hooks.catalog import default_catalog
 from octotrain.catalog.models import ModelRepository, ModelVersion, Run, RunState, TrainingTask
+from plugins.ui import catalog_pages
 from plugins.ui.catalog_pages import datasets_read
 from tests.factories import VALID_TASK
 from tests.plugins.api.conftest import Api
@@ -46,11 +49,34 @@ def test_the_algorithm_pages(api: Api) -> None:
 
 def test_datasets_show_versions_with_publish_for_imported_ones(api: Api) -> None:
     page = api.client.get("/ui/datasets", headers=api.as_user("alice")).text
-    imported = page[page.index('data-dataset="imported"') :].split("</article>")[0]
+    imported = page[page.index('data-dataset="imported"') :].split("</tbody>")[0]
     assert "imported awaiting release" in imported and 'data-dialog="publish-dialog"' in imported
-    published = page[page.index('data-dataset="many"') :].split("</article>")[0]
+    published = page[page.index('data-dataset="many"') :].split("</tbody>")[0]
     assert 'data-dialog="publish-dialog"' not in published and published.count("published") >= 9
     assert 'data-dialog="upload-dialog" data-project="demo" data-dataset="many"' in page
+
+
+def test_datasets_are_one_table_a_page_at_a_time_by_project_then_name(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(catalog_pages, "DATASETS_PER_PAGE", 2)
+    alice = api.as_user("alice")
+    first = api.client.get("/ui/datasets", headers=alice).text
+    assert first.count('<table id="datasets"') == 1 and first.count('<tbody class="dataset"') == 2
+    names = re.findall(
+        r'<tbody class="dataset" data-project="([^"]+)" data-dataset="([^"]+)"', first
+    )
+    pager = first[first.index('<nav class="pager"') :]
+    total = int(re.search(r"of (\d+) datasets", pager).group(1))
+    assert f"1\u20132 of {total} datasets" in pager  # "1 to 2", an en dash between
+    assert 'rel="next"' in pager and 'rel="prev"' not in pager
+    second = api.client.get("/ui/datasets", params={"page": 2}, headers=alice).text
+    later = re.findall(
+        r'<tbody class="dataset" data-project="([^"]+)" data-dataset="([^"]+)"', second
+    )
+    assert names + later == sorted(names + later) and not set(names) & set(later)
+    assert 'rel="prev"' in second[second.index('<nav class="pager"') :]
+    assert api.client.get("/ui/datasets", params={"page": 0}, headers=alice).status_code == 400
 
 
 def test_caches_offer_usable_versions_and_show_states(api: Api) -> None:
@@ -151,7 +177,7 @@ def test_delete_buttons_name_routes_that_delete_or_say_what_uses_the_object(api:
         'data-version="v1"'
         not in api.client.get("/ui/datasets", headers=alice)
         .text.split('data-dataset="imported"')[1]
-        .split("</article>")[0]
+        .split("</tbody>")[0]
     )
     models = api.client.get("/ui/models", headers=alice).text
     repository = api.client.delete(

@@ -146,14 +146,14 @@ def test_register_what_a_first_task_needs_and_follow_lineage(
         code_v2 = form.locator("#code-versions #code-v2")
         expect(code_v2).to_contain_text("2 files")
         code_v2.locator("summary").click()
-        expect(code_v2.get_by_role("link", name="Download")).to_have_count(2)
+        expect(code_v2.get_by_role("link", name="Download", exact=True)).to_have_count(2)
         page.screenshot(path=screenshot_path("catalog-algorithm-code-versions"))
         console.locator(".console-nav").get_by_role("link", name="Algorithms").click()
 
         # A dataset, a version uploaded with its progress, published
         _section(page, console, "datasets")
-        console.locator("section[data-project=demo]").get_by_role(
-            "button", name="New dataset"
+        console.locator("#datasets-page header").get_by_role(
+            "button", name="New dataset in demo"
         ).click()
         dialog = console.locator("#dataset-dialog")
         dialog.get_by_label("Name").fill("catalog data!")
@@ -162,7 +162,7 @@ def test_register_what_a_first_task_needs_and_follow_lineage(
         expect(dialog.locator("[data-error-for=name]")).to_contain_text("must be 1-64 characters")
         dialog.get_by_label("Name").fill("catalog-data")
         dialog.get_by_role("button", name="Create").click()
-        dataset = console.locator("article[data-dataset=catalog-data]")
+        dataset = console.locator("tbody[data-dataset=catalog-data]")
         expect(dataset).to_contain_text("No version yet")
         dataset.get_by_role("button", name="Upload a version").click()
         upload = console.locator("#upload-dialog")
@@ -204,8 +204,14 @@ def test_register_what_a_first_task_needs_and_follow_lineage(
         publish = console.locator("#publish-dialog")
         expect(publish.get_by_role("heading")).to_have_text("Publish catalog-data v1?")
         publish.get_by_role("button", name="Publish").click()
-        expect(version.locator(".badge")).to_have_text("published")
+        expect(version.locator(".badge[class*=status-]")).to_have_text("published")
         expect(version.get_by_role("button", name="Publish")).to_have_count(0)
+        # its files, browsed one by one, each to download
+        version.locator("details.version-files summary").click()
+        files = version.locator("details.version-files tr")
+        expect(files).to_have_count(2)
+        expect(files.first).to_contain_text("test.csv")
+        expect(files.first.get_by_role("link", name="Download")).to_be_visible()
 
         # A cache of it, and a model repository
         _section(page, console, "caches")

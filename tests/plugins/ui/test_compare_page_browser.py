@@ -101,6 +101,18 @@ def test_comparing_runs_in_a_browser(api: Api) -> None:
             f"#{second} · top1",
             f"#{second} · top5",
         ]
+        # the chart's second line on an axis of its own, as on the run page
+        acc_axes = page.eval_on_selector(
+            "#charts [data-chart=acc]", "box => echarts.getInstanceByDom(box.querySelector"
+            "('.plot')).getOption().yAxis.map(axis => [axis.name, axis.position])",
+        )  # fmt: skip
+        assert acc_axes == [["top1", "left"], ["top5", "right"]]
+        # smoothing as on the run page: each run's raw line faint behind its smoothed one
+        page.locator("#charts [data-chart=loss] input.smooth").check()
+        expect(page.locator("#charts [data-chart=loss] input.smooth")).to_be_checked()
+        assert series_names(page, "#charts [data-chart=loss]") == [
+            f"#{first} (raw)", f"#{first}", f"#{second} (raw)", f"#{second}",
+        ]  # fmt: skip
         trend = page.locator("#trend [data-trend=loss]")
         expect(trend.locator("h2")).to_contain_text("3 of 3 runs")
         expect(page.locator("#trend [data-trend=acc] h2")).to_contain_text("1 of 3 runs")

@@ -66,6 +66,9 @@ def test_the_logs_page_in_a_browser(api: Api, browser: Browser) -> None:
         lines = page.locator("#lines .line")
         expect(lines.last).to_have_text("epoch 300 loss=0.0033")  # opened at the end, no ANSI
         expect(lines).to_have_count(200)
+        # each line beside its number in the file (not part of its text, nor of a copy)
+        expect(lines.last).to_have_attribute("data-line", "300")
+        expect(lines.first).to_have_attribute("data-line", "101")
         script_line = page.locator("#lines .line", has_text="rare two")
         expect(script_line).to_contain_text("<script>window.hacked = 1</script> <b>bold</b>")
         assert page.evaluate("window.hacked") is None
@@ -81,6 +84,7 @@ def test_the_logs_page_in_a_browser(api: Api, browser: Browser) -> None:
         expect(hits).to_have_count(2)
         expect(page.locator("#search-hits mark").first).to_have_text("ERROR")
         expect(page.locator("#lines .line.hit")).to_contain_text("rare one")
+        expect(page.locator("#lines .line.hit")).to_have_attribute("data-line", "150")
         page.click("#search-next")
         expect(page.locator("#lines .line.hit")).to_contain_text("rare two")
         expect(hits.nth(1)).to_have_class("current")
