@@ -37,6 +37,7 @@ from hooks.launchers import configured_launcher
 from hooks.local_launcher import LocalLauncher
 from hooks.pod_launcher import PodLauncher
 from octotrain.catalog.models import Algorithm, Project, ResourceSpec, TrainingTask
+from octotrain.console_urls import console_page
 from octotrain.contracts import dag_id_for, task_id_from_dag_id
 from octotrain.run_settings import run_node_limit
 from octotrain.schedules import CRON_PRESETS
@@ -46,7 +47,6 @@ from operators.collect_logs import CollectLogsOperator
 from operators.launch_local import LaunchLocalNodeOperator
 from operators.stage_data import StageDataOperator
 from operators.validate import ValidateTaskOperator
-from plugins.octotrain_plugin import CONSOLE_ROUTE, URL_PREFIX
 
 # Task priority [-50, 50] becomes an absolute Airflow priority weight in [1, 101].
 PRIORITY_WEIGHT_OFFSET = 51
@@ -85,10 +85,10 @@ def task_doc_md(task: TrainingTask, project_name: str) -> str:
     markdown in its UI, whose pages carry ``<base href>`` of Airflow's root (its base URL's
     path), so a link relative to it reaches the console behind any base URL, from the DAG's
     page or any page below it."""
-    console_page = f"plugin/{CONSOLE_ROUTE}{URL_PREFIX}/ui/tasks/{task.id}"
+    page = console_page(f"/ui/tasks/{task.id}")
     return (
         f"Training task **{task.name}** (ID {task.id}) of project {project_name}: its settings, "
-        f"runs and their metrics are on [its page in the Octotrain console]({console_page})."
+        f"runs and their metrics are on [its page in the Octotrain console]({page})."
     )
 
 

@@ -14,9 +14,8 @@ from typing import Any, ClassVar
 from airflow.plugins_manager import AirflowPlugin
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-URL_PREFIX = "/octotrain"
-# The console's route in Airflow's UI (/plugin/<route>), to which the pages link back
-CONSOLE_ROUTE = "octotrain-tasks"
+from octotrain.console_urls import CONSOLE_ROUTE, URL_PREFIX
+
 # Its entry in Airflow's navigation: a 56 px button whose label Airflow cuts with an ellipsis
 # ("Training tasks" read "Training t…"), so one short word; Airflow's iframe has it as title.
 CONSOLE_NAME = "Training"

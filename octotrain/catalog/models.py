@@ -354,7 +354,7 @@ class ModelVersion(StoredFiles, Base):
         _enum(ModelVersionSource, "model_version_source")
     )
     description: Mapped[str] = mapped_column(String(256), default="")
-    # What made it: task, run, algorithm, image, parameters, inputs (DESIGN: lineage).
+    # What made it: task, run, algorithm, image, parameters, inputs (docs: model versions).
     lineage: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 

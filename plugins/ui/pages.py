@@ -33,6 +33,7 @@ from octotrain.catalog.models import Run, RunState, TrainingTask
 from octotrain.catalog.paging import Page as ListedPage
 from octotrain.catalog.projects import Projects
 from octotrain.catalog.views import RunView, TaskView
+from octotrain.console_urls import CONSOLE_ROUTE, URL_PREFIX
 from octotrain.contracts import task_id_from_dag_id
 from octotrain.errors import NotFound
 from octotrain.restarts import DEFAULT_MAX_NODE_RESTARTS, MAX_NODE_RESTARTS
@@ -43,7 +44,6 @@ from octotrain.task_spec import MAX_VERSION_NUMBER
 from octotrain.tasks import Tasks
 from octotrain.time_limits import MAX_LIMIT_SECONDS
 from plugins.api.auth import CurrentScope
-from plugins.octotrain_plugin import CONSOLE_ROUTE, URL_PREFIX
 from plugins.ui.task_list import (
     FIFTY_PER_PAGE,
     MAX_PAGE,
