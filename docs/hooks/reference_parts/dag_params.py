@@ -67,7 +67,9 @@ def task_params(task_file: str) -> tuple[Any, dict[str, Any]]:
     project = Project(**_columns(ProjectDocument, catalog["project"]))
     spec_document = _named(catalog["resource_specs"], document.resource_spec)
     spec = ResourceSpec(project=project, **_columns(ResourceSpecDocument, spec_document))
+    # "code" is the folder the seed uploads as the algorithm's code, not a field of it
     algorithm_document = _named(catalog["algorithms"], document.algorithm)
+    algorithm_document = {k: v for k, v in algorithm_document.items() if k != "code"}
     algorithm = Algorithm(project=project, **_columns(AlgorithmDocument, algorithm_document))
     task = TrainingTask(project=project, name=document.name, spec=document.stored())
     return task, run_params(task, task.document, algorithm, spec)
