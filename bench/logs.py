@@ -4,6 +4,9 @@ baseline of the same run:
 
 - the last 200 lines, and pages at random offsets (back and forward): milliseconds, on the
   1 GiB file and on a 1 MiB one (goal ≤ 50 ms, the same for both sizes);
+- numbering a page's lines (``first_line``): the first page of the file counts its newlines
+  (against ``wc -l`` on the same file), a later one reads at most one mark's span (goal
+  ≤ 50 ms);
 - search for a rare keyword over the whole file (case-insensitive literal, the default):
   throughput against ``grep -F -c`` (and ``grep -F -i -c``) on the same file (goal ≥ 0.5x on
   the local backend; on S3 the goal is against boto3, below);
@@ -125,6 +128,33 @@ def page_figures(
     ]
 
 
+def numbering_figures(logs: RunLogs) -> tuple[float, float]:
+    """Numbering a page's lines: the first page of the file (its newlines counted up to the
+    page: the whole file for its tail) in seconds, then any later page in milliseconds (the
+    median of pages at random offsets: at most one mark's span read)."""
+    log = logs.file(NAME)
+    rng = random.Random(2)
+
+    def number(offset: int) -> float:
+        source = logs.ranges(log)
+        try:
+            started = time.perf_counter()
+            logs.line_number(log, source, offset)
+            return time.perf_counter() - started
+        finally:
+            source.close()
+
+    first = number(log.size)
+    later = statistics.median(number(rng.randrange(log.size)) for _ in range(30))
+    return first, later * 1000
+
+
+def wc_seconds(path: Path) -> float:
+    started = time.perf_counter()
+    subprocess.run(["wc", "-l", str(path)], check=True, capture_output=True)
+    return time.perf_counter() - started
+
+
 def search_seconds(logs: RunLogs) -> float:
     query = SearchQuery(RARE.lower(), context=2)
     started = time.perf_counter()
@@ -225,6 +255,14 @@ def run_backend(backend: str, size: int, root: Path, source: Path, small: Path) 
                 print(f"  {'':<36}against one ranged GET ({ranged_ms:.2f} ms, in turns) "
                       f"{ms / ranged_ms:5.2f}x   goal ≤ 1.5x: "
                       f"{verdict(ms <= 1.5 * ranged_ms)}")  # fmt: skip
+        first, later_ms = numbering_figures(logs)
+        counted = statistics.median(wc_seconds(source) for _ in range(3))
+        print(
+            f"  number a page's lines, the first time   {first:8.3f} s  (the file's newlines "
+            f"counted once)   wc -l (baseline) {counted:6.3f} s  ratio {counted / first:5.2f}x"
+        )
+        print(f"  number a page's lines, later pages  {later_ms:9.2f} ms   goal ≤ 50 ms: "
+              f"{verdict(later_ms <= 50)}")  # fmt: skip
         search_seconds(logs)  # warm: the page cache holds the file for both sides
         ours, whole_seconds = in_turns(lambda: search_seconds(logs), alone.get("whole"), 5)
         plain = statistics.median(grep_seconds(source, "-F") for _ in range(3))

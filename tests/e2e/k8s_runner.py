@@ -107,7 +107,7 @@ PAUSES = (
     "    time.sleep(0.2)\n"
     "pathlib.Path(os.environ['OUTPUT'], 'model.txt').write_text('weights')\n"
 )
-# 80 steps of a quarter second, a checkpoint after each (written aside, renamed into place, as
+# 80 steps of a fifth of a second, a checkpoint after each (written aside, renamed into place, as
 # a PyTorch user saves one); started again, it goes on from its newest checkpoint. Its model
 # says how many steps made it: the same whether or not it was restarted on the way.
 CHECKPOINTS_EVERY_STEP = (
@@ -117,7 +117,7 @@ CHECKPOINTS_EVERY_STEP = (
     "step = saved[-1] if saved else 0\n"
     "print('node', os.environ['NODE_INDEX'], 'starts at step', step, flush=True)\n"
     "while step < 80:\n"
-    "    time.sleep(0.25)\n"
+    "    time.sleep(0.2)\n"
     "    step += 1\n"
     "    (folder / 'step.tmp').write_text(str(step))\n"
     "    (folder / 'step.tmp').replace(folder / f'step-{step}.txt')\n"
@@ -251,15 +251,9 @@ def setup() -> dict[str, int]:
         "restarted-sync": add_task(
             catalog, name="restarted-sync", algorithm="checkpoints-every-step", parameters={}
         ),
-        **{
-            f"apiserver-restart{mode}": add_task(
-                catalog,
-                name=f"apiserver-restart{mode}",
-                algorithm="checkpoints-every-step",
-                parameters={},
-            )
-            for mode in ("", "-sync")
-        },
+        "apiserver-restart": add_task(
+            catalog, name="apiserver-restart", algorithm="checkpoints-every-step", parameters={}
+        ),
         **{
             f"admitted-{name}": add_task(
                 catalog,

@@ -254,7 +254,7 @@ def test_a_higher_priority_run_preempts_and_the_preempted_one_resumes_from_its_c
     plans = _prepared(cluster, env, "preempted-low", "preempting-high")
     low = {node: launch_in_background(cluster, plans["preempted-low"], node, 1, env)
            for node in NODES}  # fmt: skip
-    checkpointed_pod(cluster, plans["preempted-low"], "distributed-0", 20, low)
+    checkpointed_pod(cluster, plans["preempted-low"], "distributed-0", 10, low)
     high = {node: launch_in_background(cluster, plans["preempting-high"], node, 1, env)
             for node in NODES}  # fmt: skip
     for name, workers in (("preempting-high", high), ("preempted-low", low)):
@@ -268,7 +268,7 @@ def test_a_higher_priority_run_preempts_and_the_preempted_one_resumes_from_its_c
                 train = stored(cluster, result, names(result, node).train)
                 started_at = steps_started_at(train)
                 assert started_at[0] == 0 and len(started_at) == 2, train
-                assert started_at[1] > 20, train  # from its checkpoint
+                assert started_at[1] > 10, train  # from its checkpoint
             ended = stored(cluster, result, names(result, "distributed-0").supplemental)
             assert "preempted" in ended.lower(), ended
 
