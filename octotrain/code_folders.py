@@ -37,6 +37,7 @@ def folder_files(root: Path, *, max_bytes: int, field: str = "code") -> dict[str
     problems: list[FieldProblem] = []
     for folder, folders, names in os.walk(top):
         here = Path(folder)
+        # os.walk does not descend into a link to a folder; it is judged below with the files
         folders[:] = sorted(name for name in folders if name not in SKIPPED_FOLDERS)
         for name in [*folders, *names]:
             path = here / name
@@ -56,7 +57,6 @@ def folder_files(root: Path, *, max_bytes: int, field: str = "code") -> dict[str
                 )
             elif target.is_file():
                 files[relative] = target
-        folders[:] = [name for name in folders if not (here / name).is_symlink()]
     if problems:
         raise InvalidInput(problems)
     check_total(files, max_bytes=max_bytes, field=field)

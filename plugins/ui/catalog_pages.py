@@ -117,8 +117,11 @@ def datasets_page(
     with default_catalog().session() as session:
         projects = [project.name for project in Projects(session, scope).list()]
         datasets = Datasets(session, scope, default_object_store())
-        window = Window(limit=DATASETS_PER_PAGE, offset=(page - 1) * DATASETS_PER_PAGE)
-        found = datasets.page_in_every_project(window)
+        found = datasets.page_in_every_project(_datasets_window(page))
+        pages = max(1, -(-found.total // DATASETS_PER_PAGE))
+        if page > pages:  # past the last page: the last one, as the task list shows it
+            page = pages
+            found = datasets.page_in_every_project(_datasets_window(page))
         shown = [DatasetView.of(row) for row in found.items]
         # each version's files, to browse one by one (the first SHOWN_FILES; the zip has all)
         files = {
@@ -128,13 +131,15 @@ def datasets_page(
             for row in found.items
             for version in row.versions
         }
-    pages = max(1, -(-found.total // DATASETS_PER_PAGE))
     return render("datasets.html", request, projects=projects, datasets=shown, files=files,
-                  page=min(page, pages), pages=pages, total=found.total,
-                  page_links=page_links(min(page, pages), pages),
+                  page=page, pages=pages, total=found.total, page_links=page_links(page, pages),
                   first=(page - 1) * DATASETS_PER_PAGE + 1 if shown else 0,
                   last=(page - 1) * DATASETS_PER_PAGE + len(shown),
                   annotation_statuses=[str(status) for status in AnnotationStatus])  # fmt: skip
+
+
+def _datasets_window(page: int) -> Window:
+    return Window(limit=DATASETS_PER_PAGE, offset=(page - 1) * DATASETS_PER_PAGE)
 
 
 @router.get("/caches", response_class=HTMLResponse)
