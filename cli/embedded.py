@@ -28,6 +28,7 @@ from hooks.catalog import CatalogHook
 from hooks.object_store import object_store_from_url
 from octotrain.catalog.backfill import backfill_manifests
 from octotrain.contracts import dag_id_for
+from octotrain.planning import recorded_plan
 from octotrain.run_layout import RunLayout
 from octotrain.run_lifecycle import find_run
 from octotrain.settings import Settings
@@ -154,7 +155,7 @@ def _print_summary(
     with catalog.session() as session:
         run = find_run(session, task_id, run_id)
         version = run.model_version if run else None
-        plan = run.plan if run else {}
+        plan = recorded_plan(run) if run else None
         echo("")
         echo(f"demo run {run_id}: {state}")
         echo(f"Airflow UI: {base_url}  (login: {ADMIN_USER} / {password})")
@@ -162,9 +163,9 @@ def _print_summary(
         echo(
             f"  its logs: {base_url}/dags/{dag_id_for(task_id)}/runs/{run_id}/plugin/octotrain-logs"
         )
-        if plan:
-            layout = RunLayout(settings.runs_dir, task_id, plan["run_key"])
-            for node_index in plan["node_indices"]:
+        if plan is not None:
+            layout = RunLayout(settings.runs_dir, task_id, plan.run_key)
+            for node_index in plan.node_indices:
                 echo(f"log files of node {node_index} (supplemental only on an abnormal end):")
                 names = layout.log_names(node_index)
                 for name in [*names.always(), names.supplemental]:

@@ -18,6 +18,7 @@ from octotrain.contracts import LOG_KINDS, NodeLogNames
 from octotrain.errors import NotFound
 from octotrain.log_search import SearchCursor, SearchQuery
 from octotrain.log_text import MAX_PAGE_LINES, page_after, tail
+from octotrain.planning import recorded_plan
 from octotrain.run_lifecycle import ACTIVE_RUN_STATES
 from octotrain.tasks import Tasks
 
@@ -75,7 +76,7 @@ def _chosen_run(task_id: int, reference: str | None) -> Run:
             chosen = runs[-1]
         else:
             raise NotFound(f"training task {task_id} has no run yet")
-        if not chosen.plan:
+        if recorded_plan(chosen) is None:
             raise NotFound(
                 f"run {chosen.airflow_run_id} of training task {task_id} has no log files yet "
                 "(it has not started)"

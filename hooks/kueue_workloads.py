@@ -30,6 +30,7 @@ from hooks.kubernetes_runs import HTTP_NOT_FOUND, KubernetesRuns
 from octotrain.admission import QueueState
 from octotrain.catalog.models import Run
 from octotrain.kubernetes_config import kubernetes_config
+from octotrain.planning import recorded_plan
 from octotrain.pods import KUEUE_API_GROUP, KUEUE_VERSION, pod_group_name
 from octotrain.settings import get_settings
 
@@ -49,8 +50,8 @@ def workload_queue_state(run: Run) -> QueueState | None:
     """The run's place in Kueue (None: Kueue does not admit this launcher's pods, or the run's
     pods are not made yet)."""
     config = kubernetes_config()
-    run_key = (run.plan or {}).get("run_key")
-    if config.admission != "kueue" or not run_key:
+    plan = recorded_plan(run)
+    if config.admission != "kueue" or plan is None:
         return None
     settings = get_settings()
     runs = KubernetesRuns(conn_id=settings.kubernetes_conn_id,
@@ -59,7 +60,7 @@ def workload_queue_state(run: Run) -> QueueState | None:
     where = {"group": KUEUE_API_GROUP, "version": KUEUE_VERSION, "namespace": runs.namespace}
     try:
         workload = runs.call(api.get_namespaced_custom_object, **where, plural="workloads",
-                             name=pod_group_name(run.task_id, run_key))  # fmt: skip
+                             name=pod_group_name(run.task_id, plan.run_key))  # fmt: skip
     except ApiException as error:
         if error.status == HTTP_NOT_FOUND:
             return None

@@ -7,6 +7,7 @@ from __future__ import annotations
 from hooks.checkpoint_sync import left_checkpoint
 from octotrain.catalog.models import Run
 from octotrain.catalog.views import RunView
+from octotrain.planning import recorded_plan
 from octotrain.resume import why_not_resumable
 from octotrain.run_layout import RunObjects
 from octotrain.storage import ObjectStore
@@ -23,8 +24,9 @@ def why_not_resumed(store: ObjectStore, run: Run) -> str | None:
     refused = why_not_resumable(run)
     if refused is not None:
         return refused
-    objects = RunObjects(run.task_id, str(run.plan["run_key"]))
-    nodes = [str(node) for node in run.plan.get("node_indices", [])]
-    if not left_checkpoint(store, objects, nodes):
+    plan = recorded_plan(run)
+    if plan is None:  # refused above: a run validate never planned is not resumable
+        raise AssertionError(f"run {run.id} has no plan")
+    if not left_checkpoint(store, RunObjects(run.task_id, plan.run_key), plan.node_indices):
         return f"run {run.id} left no checkpoint: none of its nodes wrote to CHECKPOINT"
     return None

@@ -22,6 +22,7 @@ from octotrain.catalog.models import (
     Dataset,
     DatasetVersion,
     DatasetVersionStatus,
+    Run,
     TrainingTask,
 )
 from octotrain.contracts import node_indices
@@ -149,6 +150,19 @@ class RunPlan(BaseModel):
         )
 
 
+def recorded_plan(run: Run) -> RunPlan | None:
+    """The plan ``validate`` recorded for ``run`` (``Run.plan``: ``RunPlan.shown()``, its
+    secrets masked), typed; None while there is none (``{}``: a queued run, or one that failed
+    validation). The one way to read ``Run.plan``.
+
+    Read as strictly as ``validate`` writes it: every plan recorded since the catalog's first
+    migration (0001) is a valid ``RunPlan`` of today, since each field added to it since then
+    (resources, priority, code, the time limits, hang detection, restarts, metric extraction,
+    the resumed run, ``StagedInput``'s sizes and ids) came with a default, and none was renamed
+    or narrowed. A row that does not validate was not written by ``validate``, and raises."""
+    return RunPlan.model_validate(run.plan) if run.plan else None
+
+
 def run_key(run_id: str) -> str:
     """A folder- and object-key-safe name for an Airflow run id, unique per run id."""
     readable = re.sub(r"[^A-Za-z0-9_.-]+", "_", run_id).strip("_")[:80]
@@ -229,6 +243,8 @@ def build_run_plan(
     algorithm = resolved.algorithm
     reference = (conf or {}).get(RESUME_SETTING)
     resumed = run_to_resume(session, task, reference) if reference is not None else None
+    # ``run_to_resume`` takes only a run validate planned (``why_not_resumable``).
+    resumed_plan = recorded_plan(resumed) if resumed else None
     return RunPlan(
         task_id=task.id,
         task_name=task.name,
@@ -272,7 +288,7 @@ def build_run_plan(
             for definition in algorithm.metric_definitions
         ],
         resumed_from_run_id=resumed.id if resumed else 0,
-        resumed_run_key=str(resumed.plan["run_key"]) if resumed else "",
+        resumed_run_key=resumed_plan.run_key if resumed_plan else "",
         lineage={
             "task": {"id": task.id, "name": task.name},
             "run_id": run_id,

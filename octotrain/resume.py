@@ -23,7 +23,9 @@ def why_not_resumable(run: Run) -> str | None:
     """Why ``run`` cannot be resumed, in words; None when it can."""
     if run.state not in RESUMABLE_STATES:
         return f"run {run.id} is {run.state}: only a failed or stopped run can be resumed"
-    if not (run.plan or {}).get("run_key"):
+    # Validate records a whole plan or none (read typed with ``planning.recorded_plan``, which
+    # imports this module: asked here only whether there is one).
+    if not run.plan:
         return f"run {run.id} never started (it failed validation), so it has no checkpoint"
     return None
 

@@ -32,6 +32,7 @@ from octotrain.catalog import paging
 from octotrain.catalog.access import Scope
 from octotrain.catalog.models import NodeHold, Project, Run, TrainingTask, as_utc
 from octotrain.errors import InvalidQuery
+from octotrain.planning import recorded_plan
 from octotrain.tasks import Tasks
 
 MONTH_PATTERN = re.compile(r"^(\d{4})-(\d{2})$")
@@ -215,8 +216,9 @@ class ProjectMonthUsage(BaseModel):
 def run_usage(run: Run, holds: list[NodeHold], *, now: datetime, window: Window) -> RunUsage:
     """``run``'s usage within ``window``, billed at the resource spec of its plan (a run that
     was never planned held nothing)."""
-    resources = (run.plan or {}).get("resources") or {}
-    cpu, gpu_count = float(resources.get("cpu", 0.0)), int(resources.get("gpu_count", 0))
+    plan = recorded_plan(run)
+    resources = plan.resources if plan else None
+    cpu, gpu_count = (resources.cpu, resources.gpu_count) if resources else (0.0, 0)
     usage = usage_of(
         triggered_at=run.started_at,
         ended_at=run.ended_at,
@@ -233,7 +235,7 @@ def run_usage(run: Run, holds: list[NodeHold], *, now: datetime, window: Window)
         airflow_run_id=run.airflow_run_id,
         state=str(run.state),
         node_count=run.node_count,
-        spec=str(resources.get("spec", "")),
+        spec=resources.spec if resources else "",
         cpu=cpu,
         gpu_count=gpu_count,
         triggered_at=as_utc(run.started_at),

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from octotrain.catalog.models import ModelVersion, Run, TrainingTask, as_utc
 from octotrain.contracts import dag_id_for
+from octotrain.planning import recorded_plan
 from octotrain.task_spec import saved_task_spec
 
 
@@ -94,9 +95,10 @@ def model_version_users(session: Session, version: ModelVersion) -> ModelVersion
     launched = [
         _use(run)
         for run in runs
-        if any(
+        if (plan := recorded_plan(run))
+        and any(
             item.get("model_version_id") == version.id
-            for item in (run.plan or {}).get("lineage", {}).get("input_models", [])
+            for item in plan.lineage.get("input_models", [])
         )
     ]
     return ModelVersionUsers(tasks=naming, runs=launched)

@@ -28,6 +28,7 @@ from octotrain.catalog.models import (
     as_utc,
 )
 from octotrain.contracts import dag_id_for
+from octotrain.planning import recorded_plan
 from octotrain.schedules import next_fire
 
 
@@ -367,7 +368,7 @@ class RunView(View):
             ended_at=as_utc(row.ended_at) if row.ended_at else None,
             model_version=row.model_version.version if row.model_version else None,
             resumed_from=row.resumed_from_id,
-            parameters=dict((row.plan or {}).get("parameters", {})),
+            parameters=dict(plan.parameters) if (plan := recorded_plan(row)) else {},
         )
 
 

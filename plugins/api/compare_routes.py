@@ -23,6 +23,7 @@ from octotrain.catalog.models import Run, as_utc
 from octotrain.errors import NotFound
 from octotrain.metrics_meta import ChartMeta
 from octotrain.metrics_series import DEFAULT_POINTS, peak_preserving_indices
+from octotrain.planning import recorded_plan
 from octotrain.run_comparison import (
     FinalValue,
     RunFinals,
@@ -137,7 +138,8 @@ def compare(runs: RunIds, scope: CurrentScope) -> ComparisonView:
         project = chosen[0].task.project.name
         shown = [_run_view(item) for item in chosen]
         metrics = [(item.label, *_first_node(item.run)) for item in chosen]
-        parameters = [dict((item.run.plan or {}).get("parameters", {})) for item in chosen]
+        plans = [recorded_plan(item.run) for item in chosen]
+        parameters = [dict(plan.parameters) if plan else {} for plan in plans]
     charts: dict[str, ComparedChartView] = {}
     finals: dict[str, dict[str, dict[str, FinalView]]] = {}
     for label, reader, node in metrics:

@@ -14,7 +14,7 @@ import csv
 import io
 import math
 from collections.abc import Iterator
-from typing import Annotated, Any, NamedTuple
+from typing import Annotated, NamedTuple
 from urllib.parse import quote
 
 import numpy as np
@@ -27,6 +27,7 @@ from hooks.catalog import default_catalog
 from hooks.run_metrics import RunMetrics, metrics_of
 from octotrain.errors import FieldProblem
 from octotrain.metrics_series import DEFAULT_POINTS, ChartColumns, peak_preserving_indices
+from octotrain.planning import RunPlan, recorded_plan
 from octotrain.run_lifecycle import ACTIVE_RUN_STATES
 from octotrain.tasks import Tasks
 from plugins.api.auth import CurrentScope
@@ -105,15 +106,14 @@ class _RunCharts(NamedTuple):
 def _metrics(task_id: int, run_id: int, scope: CurrentScope) -> _RunCharts:
     with default_catalog().session() as session:
         run = Tasks(session, scope).run(task_id, run_id)
-        return _RunCharts(metrics_of(run), run.state in ACTIVE_RUN_STATES, _gpu_count(run.plan))
+        active = run.state in ACTIVE_RUN_STATES
+        return _RunCharts(metrics_of(run), active, _gpu_count(recorded_plan(run)))
 
 
-def _gpu_count(plan: dict[str, Any]) -> int | None:
+def _gpu_count(plan: RunPlan | None) -> int | None:
     """The GPUs per node of the run's plan (its resource spec when it started: a spec edited
     since does not change what the run had); ``None`` when validate never planned the run."""
-    resources = plan.get("resources")
-    count = resources.get("gpu_count") if isinstance(resources, dict) else None
-    return count if isinstance(count, int) else None
+    return plan.resources.gpu_count if plan is not None and plan.resources else None
 
 
 def _node(metrics: RunMetrics, node: str | None) -> str:

@@ -24,6 +24,7 @@ from hooks.object_store import default_object_store
 from hooks.run_resume import why_not_resumed
 from octotrain.catalog.accounting import Accounting
 from octotrain.catalog.views import RunView, TaskView
+from octotrain.planning import RunPlan, recorded_plan
 from octotrain.run_lifecycle import ACTIVE_RUN_STATES
 from octotrain.task_spec import MAX_VERSION_NUMBER
 from octotrain.tasks import Tasks
@@ -56,20 +57,24 @@ class RunSettings:
     command: list[str]
 
     @classmethod
-    def of(cls, plan: dict[str, Any]) -> RunSettings:
-        lineage = plan.get("lineage", {})
+    def of(cls, plan: RunPlan | None) -> RunSettings:
+        if plan is None:
+            return cls(planned=False, nodes=[], resources={}, priority=None, parameters={},
+                       env={}, data_inputs=[], input_models=[], mounts=[], image="",
+                       command=[])  # fmt: skip
+        lineage = plan.lineage
         return cls(
-            planned=bool(plan),
-            nodes=list(plan.get("node_indices", [])),
-            resources=dict(plan.get("resources") or {}),
-            priority=plan.get("priority"),
-            parameters=dict(plan.get("parameters", {})),
-            env=dict(plan.get("env", {})),
+            planned=True,
+            nodes=list(plan.node_indices),
+            resources=plan.resources.model_dump(mode="json") if plan.resources else {},
+            priority=plan.priority,
+            parameters=dict(plan.parameters),
+            env=dict(plan.env),
             data_inputs=[data_label(ref) for ref in lineage.get("data_inputs", [])],
             input_models=[model_label(ref) for ref in lineage.get("input_models", [])],
             mounts=[data_label(ref) for ref in lineage.get("mounts", [])],
-            image=plan.get("image", ""),
-            command=list(plan.get("command", [])),
+            image=plan.image,
+            command=list(plan.command),
         )
 
 
@@ -81,7 +86,7 @@ def run_page(task_id: TaskId, run_id: RunId, request: Request, scope: CurrentSco
         run = tasks.run(task_id, run_id)
         task = TaskView.of(tasks.get(task_id))
         view = RunView.of(run)
-        settings = RunSettings.of(dict(run.plan or {}))
+        settings = RunSettings.of(recorded_plan(run))
         usage = Accounting(session, scope).run_of(task_id, run_id)
         resumable = why_not_resumed(default_object_store(), run) is None
         resumed_by = tasks.resumed_by(task_id, run_id)

@@ -13,6 +13,7 @@ from sqlalchemy import update
 from hooks.catalog import CatalogHook
 from octotrain.catalog.models import Run, RunState
 from tests.cli.conftest import Cli
+from tests.plan_rows import recorded
 
 NODES = ["distributed-0", "distributed-1"]
 
@@ -20,7 +21,7 @@ NODES = ["distributed-0", "distributed-1"]
 @pytest.fixture
 def run_folder(cli: Cli, catalog: CatalogHook, octotrain_env: Path) -> Path:
     with catalog.session() as session:
-        plan = {"run_key": "manual__1-abc", "node_indices": NODES}
+        plan = recorded(run_key="manual__1-abc", node_indices=NODES)
         session.add(Run(task_id=1, airflow_run_id="manual__1", state=RunState.RUNNING,
                         node_count=2, plan=plan))  # fmt: skip
     logs = octotrain_env / "runs" / "1" / "manual__1-abc" / "logs"

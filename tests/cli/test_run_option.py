@@ -13,6 +13,7 @@ import pytest
 from hooks.catalog import CatalogHook
 from octotrain.catalog.models import Run, RunState
 from tests.cli.conftest import Cli
+from tests.plan_rows import recorded
 
 pytestmark = pytest.mark.parametrize("catalog_url", ["sqlite"], indirect=True)
 
@@ -27,7 +28,7 @@ def runs(cli: Cli, catalog: CatalogHook, octotrain_env: Path) -> dict[str, int]:
             ("manual__new", RunState.RUNNING),
         ):
             run = Run(task_id=1, airflow_run_id=airflow_id, state=state, node_count=1,
-                      plan={"run_key": airflow_id, "node_indices": ["single-0"]})  # fmt: skip
+                      plan=recorded(run_key=airflow_id, node_indices=["single-0"]))  # fmt: skip
             session.add(run)
             session.flush()
             ids[airflow_id] = run.id

@@ -29,6 +29,7 @@ from octotrain.run_layout import RunObjects
 from octotrain.settings import get_settings
 from tests.cli.conftest import Cli
 from tests.live_airflow import HTTP_SECONDS, LiveAirflow, demo_airflow
+from tests.plan_rows import recorded
 
 TASK_YAML = """\
 project: demo
@@ -78,7 +79,7 @@ def test_status_and_logs_of_a_run(cli: Cli, catalog: CatalogHook, octotrain_env:
             airflow_run_id="manual__1",
             state=RunState.FAILED,
             node_count=2,
-            plan={"run_key": "manual__1-abc", "node_indices": ["distributed-0", "distributed-1"]},
+            plan=recorded(run_key="manual__1-abc", node_indices=["distributed-0", "distributed-1"]),
         )
         session.add(run)
     logs = octotrain_env / "runs" / "1" / "manual__1-abc" / "logs"
@@ -102,7 +103,7 @@ def test_runs_says_where_a_waiting_run_stands_and_why(cli: Cli, catalog: Catalog
     """Two runs of 40 cores each on the tests' 64: the second waits for the first."""
     with catalog.session() as session:
         runs = [Run(task_id=1, airflow_run_id=f"manual__{n}", state=RunState.RUNNING,
-                    node_count=2, plan={"run_key": f"k{n}"}) for n in (1, 2)]  # fmt: skip
+                    node_count=2, plan=recorded(run_key=f"k{n}")) for n in (1, 2)]  # fmt: skip
         session.add_all(runs)
         session.flush()
         for run in runs:
@@ -259,7 +260,7 @@ def test_stop_notes_the_run_in_airflow_after_its_note(
 def test_resume_triggers_a_run_resuming_a_failed_one_with_a_checkpoint(
     cli: Cli, catalog: CatalogHook, octotrain_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    plan = {"run_key": "manual__9-abc", "node_indices": ["single-0"]}
+    plan = recorded(run_key="manual__9-abc", node_indices=["single-0"])
     with catalog.session() as session:
         earlier = Run(task_id=1, airflow_run_id="manual__9", state=RunState.RUNNING,
                       node_count=1, plan=plan)  # fmt: skip

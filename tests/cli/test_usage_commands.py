@@ -11,6 +11,7 @@ from hooks.catalog import CatalogHook
 from octotrain.catalog.models import Run, RunState
 from octotrain.catalog.node_holds import record_hold
 from tests.cli.conftest import Cli
+from tests.plan_rows import recorded
 
 START = datetime(2026, 11, 30, 23, 0, tzinfo=UTC)
 HOUR = timedelta(hours=1)
@@ -24,7 +25,7 @@ def billed_run(cli: Cli, catalog: CatalogHook) -> int:
         resources = {"spec": "cpu", "kind": "cce", "cpu": 2.0, "memory_mib": 512, "gpu_count": 0}
         run = Run(
             task_id=1, airflow_run_id="manual__billed", state=RunState.SUCCESS, node_count=1,
-            plan={"resources": resources}, started_at=START, ended_at=START + 2 * HOUR,
+            plan=recorded(resources=resources), started_at=START, ended_at=START + 2 * HOUR,
         )  # fmt: skip
         session.add(run)
         session.flush()

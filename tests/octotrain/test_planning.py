@@ -21,6 +21,7 @@ from octotrain.parameters import parameter_problem
 from octotrain.planning import build_run_plan, run_key
 from octotrain.tasks import Tasks
 from tests.factories import ADMIN, add_task, seed
+from tests.plan_rows import recorded
 
 
 def plan_for(catalog: CatalogHook, task_id: int):
@@ -235,7 +236,7 @@ def test_a_resume_names_a_failed_or_stopped_run_of_the_same_task(
     with catalog.session() as session:
         task = session.get(TrainingTask, demo.task_id)
         run = Run(task_id=task.id, airflow_run_id="manual__lost", state=earlier, node_count=2,
-                  plan={"run_key": "manual__lost-1"})  # fmt: skip
+                  plan=recorded(run_key="manual__lost-1"))  # fmt: skip
         session.add(run)
         session.flush()
         common = {"master_addr": "127.0.0.1", "master_port": 1, "triggered_by": "alice"}
@@ -253,7 +254,7 @@ def test_a_resumed_run_restores_the_earlier_runs_checkpoint_and_says_so_in_its_l
     with catalog.session() as session:
         task = session.get(TrainingTask, demo.task_id)
         run = Run(task_id=task.id, airflow_run_id="manual__lost", state=RunState.STOPPED,
-                  node_count=2, plan={"run_key": "manual__lost-1"})  # fmt: skip
+                  node_count=2, plan=recorded(run_key="manual__lost-1"))  # fmt: skip
         session.add(run)
         session.flush()
         plan = build_run_plan(session, task, run_id="manual__again", master_addr="127.0.0.1",

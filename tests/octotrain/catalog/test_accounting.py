@@ -16,6 +16,7 @@ from octotrain.errors import InvalidQuery, NotFound
 from octotrain.storage import ObjectStore
 from octotrain.tasks import Tasks
 from tests.factories import ADMIN, OUTSIDER, VALID_TASK, seed
+from tests.plan_rows import recorded
 
 T0 = datetime(2026, 11, 10, 8, 0, tzinfo=UTC)
 HOUR = timedelta(hours=1)
@@ -152,7 +153,7 @@ def _run(
             airflow_run_id=name,
             state=state,
             node_count=len(holds) or 1,
-            plan={"resources": resources | {"gpu_count": gpu_count}},
+            plan=recorded(resources=resources | {"gpu_count": gpu_count}),
             started_at=triggered_at,
             ended_at=ended_at,
         )
@@ -248,7 +249,7 @@ def test_a_task_s_runs_are_paged_and_its_total_counts_every_run(
     with catalog.session() as session:
         runs = [
             Run(task_id=demo.task_id, airflow_run_id=f"many__{index}", state=RunState.FAILED,
-                node_count=1, plan={"resources": resources}, started_at=T0 + index * HOUR,
+                node_count=1, plan=recorded(resources=resources), started_at=T0 + index * HOUR,
                 ended_at=T0 + index * HOUR + HOUR / 2)
             for index in range(count)
         ]  # fmt: skip

@@ -12,6 +12,7 @@ from octotrain.catalog.models import Run, RunState
 from octotrain.catalog.node_holds import record_hold
 from octotrain.tasks import Tasks
 from tests.factories import ADMIN, VALID_TASK
+from tests.plan_rows import recorded
 from tests.plugins.api.conftest import Api, auth
 
 API = "/api/v1"
@@ -28,7 +29,7 @@ def billed(api: Api) -> tuple[int, int]:
         resources = {"spec": "gpu", "kind": "cce", "cpu": 4.0, "memory_mib": 512, "gpu_count": 1}
         run = Run(
             task_id=task.id, airflow_run_id="manual__billed", state=RunState.SUCCESS,
-            node_count=2, plan={"resources": resources}, started_at=TRIGGERED,
+            node_count=2, plan=recorded(resources=resources), started_at=TRIGGERED,
             ended_at=TRIGGERED + 3 * HOUR,
         )  # fmt: skip
         session.add(run)

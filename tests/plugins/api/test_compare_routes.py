@@ -14,6 +14,7 @@ from octotrain.planning import run_key
 from octotrain.run_layout import RunLayout
 from octotrain.settings import get_settings
 from tests.factories import VALID_TASK
+from tests.plan_rows import recorded
 from tests.plugins.api.conftest import Api
 
 LOSS = {"name": "loss", "x": "step", "ys": ["loss"], "description": "training-loss"}
@@ -47,8 +48,8 @@ def new_run(
         run = Run(task_id=task_id, airflow_run_id=f"{trigger}__{name}", node_count=1,
                   state=RunState.SUCCESS, trigger=trigger, started_at=started_at,
                   ended_at=started_at + timedelta(hours=1),
-                  plan={"run_key": key, "node_indices": ["single-0"],
-                        "parameters": parameters or {}})  # fmt: skip
+                  plan=recorded(run_key=key, node_indices=["single-0"],
+                                parameters=parameters or {}))  # fmt: skip
         session.add(run)
         session.flush()
         run_id = run.id

@@ -17,6 +17,7 @@ from octotrain.contracts import NodeLogNames
 from octotrain.planning import run_key
 from octotrain.settings import get_settings
 from tests.factories import VALID_TASK
+from tests.plan_rows import recorded
 from tests.plugins.api.conftest import Api
 
 NODES = ["distributed-0", "distributed-1"]
@@ -32,7 +33,7 @@ def new_run(api: Api, name: str, *, live: bool) -> tuple[str, dict[int | str, An
     with default_catalog().session() as session:
         run = Run(task_id=task["id"], airflow_run_id=f"manual__{name}", node_count=2,
                   state=RunState.RUNNING if live else RunState.SUCCESS,
-                  plan={"run_key": key, "node_indices": NODES})  # fmt: skip
+                  plan=recorded(run_key=key, node_indices=NODES))  # fmt: skip
         session.add(run)
         session.flush()
         run_id = run.id

@@ -22,6 +22,7 @@ from octotrain.planning import run_key
 from octotrain.run_layout import RunLayout
 from octotrain.settings import get_settings
 from tests.factories import VALID_TASK
+from tests.plan_rows import recorded
 from tests.plugins.api.conftest import Api
 
 NODES = ["distributed-0", "distributed-1"]
@@ -42,7 +43,8 @@ def new_run(api: Api, name: str) -> tuple[str, RunLayout]:
     key = run_key(f"manual__{name}")
     with default_catalog().session() as session:
         run = Run(task_id=task["id"], airflow_run_id=f"manual__{name}", node_count=2,
-                  state=RunState.RUNNING, plan={"run_key": key, "node_indices": NODES})  # fmt: skip
+                  state=RunState.RUNNING,
+                  plan=recorded(run_key=key, node_indices=NODES))  # fmt: skip
         session.add(run)
         session.flush()
         run_id = run.id
@@ -159,7 +161,7 @@ def test_resources_say_how_many_gpus_the_run_planned(api: Api) -> None:
         with default_catalog().session() as session:
             run = session.get(Run, run_id)
             assert run is not None
-            run.plan = run.plan | {"resources": {"spec": "small", "gpu_count": gpus}}
+            run.plan = recorded(**run.plan | {"resources": {"spec": "small", "gpu_count": gpus}})
         answer = api.client.get(f"{base}/resources", headers=api.as_user("alice")).json()
         assert answer["gpu_count"] == gpus
 

@@ -27,6 +27,7 @@ from octotrain.run_layout import RunObjects
 from octotrain.settings import get_settings
 from plugins.api import task_routes
 from tests.factories import VALID_TASK
+from tests.plan_rows import recorded
 from tests.plugins.api.conftest import Api
 
 
@@ -218,7 +219,7 @@ def test_resuming_a_run_needs_a_failed_or_stopped_one_with_a_checkpoint(
     task = api.client.post(
         "/api/v1/tasks", json=VALID_TASK | {"name": "resume-me"}, headers=alice
     ).json()
-    plan = {"run_key": "manual__lost-1", "node_indices": ["single-0"]}
+    plan = recorded(run_key="manual__lost-1", node_indices=["single-0"])
     with default_catalog().session() as session:
         earlier = Run(task_id=task["id"], airflow_run_id="manual__lost", state=RunState.RUNNING,
                       node_count=1, plan=plan)  # fmt: skip

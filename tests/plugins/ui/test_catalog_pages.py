@@ -15,6 +15,7 @@ from octotrain.catalog.models import ModelRepository, ModelVersion, Run, RunStat
 from plugins.ui import catalog_pages
 from plugins.ui.catalog_pages import datasets_read
 from tests.factories import VALID_TASK
+from tests.plan_rows import recorded
 from tests.plugins.api.conftest import Api
 
 USED_BY = "/api/v1/projects/demo/model-repositories/house-price-model/versions/3/used-by"
@@ -105,8 +106,8 @@ def test_a_model_versions_lineage_both_ways(api: Api) -> None:
         v3 = session.query(ModelVersion).join(ModelRepository).filter(
             ModelRepository.name == "house-price-model", ModelVersion.version == 3
         ).one()  # fmt: skip
-        plan = {"lineage": {"input_models": [{"repository": "house-price-model", "version": 3,
-                                              "model_version_id": v3.id}]}}  # fmt: skip
+        read = {"repository": "house-price-model", "version": 3, "model_version_id": v3.id}
+        plan = recorded(lineage={"input_models": [read]})
         session.add(Run(task_id=task["id"], airflow_run_id="manual__<i>x</i>",
                         state=RunState.FAILED, node_count=1, plan=plan))  # fmt: skip
         session.add(Run(task_id=task["id"], airflow_run_id="manual__other",

@@ -31,6 +31,7 @@ from octotrain.settings import get_settings
 from plugins.api.app import create_app
 from tests.browser import chromium, screenshot_path, serving
 from tests.factories import VALID_TASK
+from tests.plan_rows import recorded
 from tests.plugins.api.conftest import Api, token
 
 NODES = ["distributed-0", "distributed-1"]
@@ -72,8 +73,8 @@ def new_run(api: Api, name: str, gpus: int) -> tuple[int, RunLayout]:
         "/api/v1/tasks", json=VALID_TASK | {"name": name}, headers=api.as_user("alice")
     ).json()
     with default_catalog().session() as session:
-        plan = {"run_key": run_key(RUN_ID), "node_indices": NODES,
-                "resources": {"spec": "small", "gpu_count": gpus}}  # fmt: skip
+        plan = recorded(run_key=run_key(RUN_ID), node_indices=NODES,
+                        resources={"spec": "small", "gpu_count": gpus})  # fmt: skip
         session.add(Run(task_id=task["id"], airflow_run_id=RUN_ID, state=RunState.SUCCESS,
                         node_count=2, plan=plan))  # fmt: skip
     return task["id"], RunLayout(get_settings().runs_dir, task["id"], run_key(RUN_ID))

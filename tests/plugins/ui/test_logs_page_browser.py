@@ -21,6 +21,7 @@ from octotrain.settings import get_settings
 from plugins.api.app import create_app
 from tests.browser import chromium, screenshot_path, serving
 from tests.factories import VALID_TASK
+from tests.plan_rows import recorded
 from tests.plugins.api.conftest import Api, token
 
 NODES = ["distributed-0", "distributed-1"]
@@ -38,7 +39,7 @@ def make_run(api: Api) -> tuple[int, Path]:
         "/api/v1/tasks", json=VALID_TASK | {"name": "browser-logs"}, headers=api.as_user("alice")
     ).json()
     with default_catalog().session() as session:
-        plan = {"run_key": run_key(RUN_ID), "node_indices": NODES}
+        plan = recorded(run_key=run_key(RUN_ID), node_indices=NODES)
         session.add(Run(task_id=task["id"], airflow_run_id=RUN_ID, state=RunState.RUNNING,
                         node_count=2, plan=plan))  # fmt: skip
     logs = get_settings().runs_dir / str(task["id"]) / run_key(RUN_ID) / "logs"

@@ -21,6 +21,7 @@ from octotrain.catalog.models import (
 )
 from octotrain.contracts import dag_id_for
 from tests.factories import VALID_TASK
+from tests.plan_rows import recorded
 from tests.plugins.api.conftest import Api
 
 CHOICE_ALGORITHM = {
@@ -134,7 +135,7 @@ def test_the_form_offers_each_data_inputs_status_and_cuts_nothing(api: Api) -> N
 
 def test_a_runs_page_shows_its_settings_outcome_and_links(api: Api) -> None:
     task = _task_with_choices(api, "failed-run-task")
-    plan = {
+    plan = recorded(**{
         "node_indices": ["distributed-0"],
         "priority": 3,
         "parameters": {"shuffle": True, "optimizer": "adam", "epochs": 5},
@@ -145,7 +146,7 @@ def test_a_runs_page_shows_its_settings_outcome_and_links(api: Api) -> None:
         "command": ["python", "-c", "print('trained')"],
         "lineage": {"data_inputs": [{"dataset": "house-prices", "version": "v1"}],
                     "input_models": [], "mounts": []},
-    }  # fmt: skip
+    })  # fmt: skip
     airflow_run_id = "manual__2026-05-04T10:00:00+00:00"
     with default_catalog().session() as session:
         run = Run(task_id=task["id"], airflow_run_id=airflow_run_id, state=RunState.FAILED,

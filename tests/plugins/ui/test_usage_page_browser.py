@@ -15,6 +15,7 @@ from octotrain.catalog.node_holds import record_hold
 from plugins.api.app import create_app
 from tests.browser import chromium, screenshot_path, serving
 from tests.factories import VALID_TASK
+from tests.plan_rows import recorded
 from tests.plugins.api.conftest import Api, token
 
 OCTOBER = datetime(2026, 10, 5, 10, 0, tzinfo=UTC)
@@ -32,7 +33,7 @@ def _billed_task(api: Api, name: str, *, nodes: int, gpu_count: int) -> tuple[in
     with default_catalog().session() as session:
         run = Run(
             task_id=task["id"], airflow_run_id=f"manual__{name}", state=RunState.SUCCESS,
-            node_count=nodes, plan={"resources": resources}, started_at=OCTOBER,
+            node_count=nodes, plan=recorded(resources=resources), started_at=OCTOBER,
             ended_at=OCTOBER + 3 * HOUR,
         )  # fmt: skip
         session.add(run)
