@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -150,6 +150,11 @@ class RunPlan(BaseModel):
         )
 
 
+# Where node 0 of a run listens (``MASTER_ADDR``, ``MASTER_PORT``), as a launcher decides it for
+# the plan (``octotrain.launcher.Launcher.rendezvous``, which may refuse it with ``InvalidInput``).
+Rendezvous = Callable[[RunPlan], tuple[str, int]]
+
+
 def recorded_plan(run: Run) -> RunPlan | None:
     """The plan ``validate`` recorded for ``run`` (``Run.plan``: ``RunPlan.shown()``, its
     secrets masked), typed; None while there is none (``{}``: a queued run, or one that failed
@@ -229,15 +234,23 @@ def build_run_plan(
     task: TrainingTask,
     *,
     run_id: str,
-    master_addr: str,
-    master_port: int,
     triggered_by: str,
+    master_addr: str = "",
+    master_port: int = 0,
+    rendezvous: Rendezvous | None = None,
     conf: Mapping[str, Any] | None = None,
     trigger: str = "manual",
     newest_data: bool = False,
 ) -> RunPlan:
     """Check ``task`` (with the run's ``conf``) against the catalog as it is now; raise with
-    every broken rule. ``trigger`` is how the run started (Airflow's run type)."""
+    every broken rule. ``trigger`` is how the run started (Airflow's run type).
+
+    Node 0's address is ``master_addr``:``master_port`` where the caller knows it, or what
+    ``rendezvous`` (the launcher's, for ``validate``) says: the launcher judges the plan itself
+    (its nodes and resources against this machine, its mount volume and container user against
+    the cluster) and names the address from it, so it is asked with the plan as resolved here,
+    its address not yet in it, and the plan returned has the answer; its ``InvalidInput``
+    refuses the run as a broken rule does, after them."""
     resolved = resolve_run(session, task, conf=conf, newest_data=newest_data)
     spec = resolved.spec
     algorithm = resolved.algorithm
@@ -245,7 +258,7 @@ def build_run_plan(
     resumed = run_to_resume(session, task, reference) if reference is not None else None
     # ``run_to_resume`` takes only a run validate planned (``why_not_resumable``).
     resumed_plan = recorded_plan(resumed) if resumed else None
-    return RunPlan(
+    plan = RunPlan(
         task_id=task.id,
         task_name=task.name,
         project=resolved.project.name,
@@ -319,3 +332,7 @@ def build_run_plan(
             else {}
         ),
     )
+    if rendezvous is None:
+        return plan
+    address, port = rendezvous(plan)
+    return plan.model_copy(update={"master_addr": address, "master_port": port})

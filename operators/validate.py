@@ -9,7 +9,7 @@ from hooks.catalog import default_catalog
 from hooks.launchers import configured_launcher
 from octotrain.catalog.models import TrainingTask
 from octotrain.errors import InvalidInput
-from octotrain.planning import RunPlan, build_run_plan
+from octotrain.planning import build_run_plan
 from octotrain.run_lifecycle import held_secrets, record_validated
 from octotrain.secrets import with_held_secrets
 from operators.training_stage import PLAN_XCOM_KEY, TrainingStageOperator
@@ -18,17 +18,18 @@ from operators.training_stage import PLAN_XCOM_KEY, TrainingStageOperator
 SELF_STARTED_RUN_TYPES = frozenset({"scheduled", "asset_triggered"})
 
 
-def _with_rendezvous(plan: RunPlan) -> RunPlan:
-    """Where node 0 listens, as the configured launcher says."""
-    address, port = configured_launcher().rendezvous(plan)
-    return plan.model_copy(update={"master_addr": address, "master_port": port})
-
-
 class ValidateTaskOperator(TrainingStageOperator):
     """Fails the run, naming every missing or unusable reference, before anything is staged.
 
     On success it records the run in the catalog, pushes the plan for the later stages (XCom
     key ``plan``) and returns the node list that ``launch`` is mapped over.
+
+    The plan is built once, node 0's address from the configured launcher included
+    (``build_run_plan``'s ``rendezvous``). Its ``catalog_run_id`` is set after: the catalog's
+    row is written with the judged plan (``record_validated``) and, for a run that Octotrain's
+    trigger did not record as queued (scheduled, asset-triggered, triggered in Airflow itself),
+    does not exist before, so its id is known only then. The catalog's copy of the plan keeps
+    ``catalog_run_id`` 0 (the row is its own id); the stages' copy (XCom) has it.
     """
 
     ui_color = "#e8f1fb"
@@ -45,21 +46,19 @@ class ValidateTaskOperator(TrainingStageOperator):
                     f"training task {self.training_task_id} no longer exists in the catalog"
                 )
             try:
-                plan = _with_rendezvous(
-                    build_run_plan(
-                        session,
-                        task,
-                        run_id=run_id,
-                        master_addr="",
-                        master_port=0,
-                        triggered_by=triggered_by,
-                        # Secrets typed for this run wait in the catalog, not in Airflow's conf.
-                        conf=with_held_secrets(
-                            dag_run.conf or {}, held_secrets(session, task.id, run_id)
-                        ),
-                        trigger=run_type,
-                        newest_data=run_type in SELF_STARTED_RUN_TYPES,
-                    )
+                plan = build_run_plan(
+                    session,
+                    task,
+                    run_id=run_id,
+                    # Asked once the plan is resolved (its rules come first, as they did).
+                    rendezvous=lambda resolved: configured_launcher().rendezvous(resolved),
+                    triggered_by=triggered_by,
+                    # Secrets typed for this run wait in the catalog, not in Airflow's conf.
+                    conf=with_held_secrets(
+                        dag_run.conf or {}, held_secrets(session, task.id, run_id)
+                    ),
+                    trigger=run_type,
+                    newest_data=run_type in SELF_STARTED_RUN_TYPES,
                 )
                 error = None
             except InvalidInput as problem:

@@ -16,9 +16,9 @@ from octotrain.catalog.models import (
     RunState,
     TrainingTask,
 )
-from octotrain.errors import InvalidInput
+from octotrain.errors import FieldProblem, InvalidInput
 from octotrain.parameters import parameter_problem
-from octotrain.planning import build_run_plan, run_key
+from octotrain.planning import RunPlan, build_run_plan, run_key
 from octotrain.tasks import Tasks
 from tests.factories import ADMIN, add_task, seed
 from tests.plan_rows import recorded
@@ -191,6 +191,40 @@ def test_a_runs_conf_is_applied_and_judged_like_a_saved_task(
             )
         fields = {problem.field for problem in refused.value.problems}
         assert fields == {"parameters.epochs", "parameters.dropout"}
+
+
+def test_the_launcher_s_rendezvous_is_asked_with_the_resolved_plan_and_may_refuse_it(
+    catalog: CatalogHook, store: LocalFolderStore
+) -> None:
+    """``validate`` builds its plan once: the launcher judges the plan as resolved (node 0's
+    address not in it yet) and names that address; its refusal is the run's."""
+    demo = seed(catalog, store)
+    asked: list[RunPlan] = []
+
+    def rendezvous(plan: RunPlan) -> tuple[str, int]:
+        asked.append(plan)
+        return f"{plan.run_key}.example", 29500 + plan.world_size
+
+    def refusing(plan: RunPlan) -> tuple[str, int]:
+        raise InvalidInput([FieldProblem("node_count", f"{plan.world_size} nodes never fit")])
+
+    with catalog.session() as session:
+        task = session.get(TrainingTask, demo.task_id)
+        plan = build_run_plan(session, task, run_id="manual__met", rendezvous=rendezvous,
+                              triggered_by="alice")  # fmt: skip
+        with pytest.raises(InvalidInput) as refused:
+            build_run_plan(session, task, run_id="manual__no", rendezvous=refusing,
+                           triggered_by="alice")  # fmt: skip
+        with pytest.raises(InvalidInput) as broken:  # the task's own rules first
+            build_run_plan(session, task, run_id="manual__bad", rendezvous=refusing,
+                           triggered_by="alice", conf={"epochs": 0})  # fmt: skip
+    [judged] = asked
+    assert (judged.master_addr, judged.master_port) == ("", 0)
+    assert plan == judged.model_copy(
+        update={"master_addr": f"{plan.run_key}.example", "master_port": 29502}
+    )
+    assert [p.rule for p in refused.value.problems] == ["2 nodes never fit"]
+    assert [p.field for p in broken.value.problems] == ["parameters.epochs"]
 
 
 def test_self_started_runs_train_on_the_newest_published_version(
