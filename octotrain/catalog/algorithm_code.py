@@ -13,15 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from octotrain.catalog.access import Scope
 from octotrain.catalog.models import Algorithm, AlgorithmCode
 from octotrain.catalog.named_objects import Algorithms
-from octotrain.catalog.uploads import add_with_objects, check_files, upload_files
+from octotrain.catalog.stored_versions import StoredVersions, next_number
 from octotrain.code_folders import check_total
-from octotrain.errors import NotFound
 from octotrain.storage import ObjectStore
 
 
@@ -31,41 +29,31 @@ def code_prefix(algorithm: Algorithm, version: int) -> str:
     return f"algorithms/{algorithm.project_id}/{algorithm.id}/code/v{version}"
 
 
-class AlgorithmCodes:
+class AlgorithmCodes(StoredVersions[Algorithm, AlgorithmCode]):
     """The code versions of the algorithms the user of ``scope`` can see."""
+
+    owner_service = Algorithms
+    missing = "algorithm '{owner}' has no code version {version}"
 
     def __init__(
         self, session: Session, scope: Scope, store: ObjectStore, *, max_bytes: int
     ) -> None:
         """``max_bytes``: the bound of one version's files in all (``max_code_mb``)."""
-        self.session = session
-        self.scope = scope
-        self.store = store
+        super().__init__(session, scope, store)
         self.max_bytes = max_bytes
-        self.algorithms = Algorithms(session, scope, store)
-
-    def list(self, project: str, algorithm: str) -> list[AlgorithmCode]:
-        return list(self.algorithms.get(project, algorithm).code_versions)
-
-    def get(self, project: str, algorithm: str, version: int) -> AlgorithmCode:
-        found = self.algorithms.get(project, algorithm)
-        row = next((row for row in found.code_versions if row.version == version), None)
-        if row is None:
-            raise NotFound(f"algorithm '{algorithm}' has no code version {version}")
-        return row
 
     def upload(
         self, project: str, algorithm: str, files: Mapping[str, Path], *, field: str = "code"
     ) -> AlgorithmCode:
         """``files`` (relative path → local file) as the algorithm's next code version;
         ``field`` names the input a refused path came from."""
-        return self.add(self.algorithms.get(project, algorithm), files, field=field)
+        return self.add(self.owners.get(project, algorithm), files, field=field)
 
     def create_algorithm(
         self, project: str, document: object, files: Mapping[str, Path]
     ) -> Algorithm:
         """A new algorithm with ``files`` as its code version 1, both or neither."""
-        row = self.algorithms.create(project, document)
+        row = self.owners.create(project, document)
         self.add(row, files)
         return row
 
@@ -73,28 +61,24 @@ class AlgorithmCodes:
         self, algorithm: Algorithm, files: Mapping[str, Path], *, field: str = "code"
     ) -> AlgorithmCode:
         """``upload`` for an algorithm row at hand (one just created in this transaction)."""
-        newest = self.session.scalar(
-            select(func.max(AlgorithmCode.version)).where(
-                AlgorithmCode.algorithm_id == algorithm.id
-            )
-        )
-        version = (newest or 0) + 1
-        prefix = code_prefix(algorithm, version)
-        check_files(files, prefix=prefix, max_key_bytes=self.store.max_key_bytes, field=field)
-        check_total(files, max_bytes=self.max_bytes, field=field)
+        version = next_number(self.session, AlgorithmCode.algorithm_id, algorithm.id)
         row = AlgorithmCode(
             algorithm_id=algorithm.id,
             version=version,
             uploaded_by=self.scope.username,
-            object_prefix=prefix,
+            object_prefix=code_prefix(algorithm, version),
         )
-        add_with_objects(
-            self.session,
-            self.store,
+        self._store(
             row,
-            lambda prefix: upload_files(self.store, files, prefix),
+            files,
             taken=f"algorithm '{algorithm.name}' code version {version} was uploaded by another "
             "request at the same time; upload again",
+            field=field,
         )
         self.session.refresh(algorithm, ["code_versions"])
         return row
+
+    def _check(self, row: AlgorithmCode, files: Mapping[str, Path], *, field: str) -> None:
+        """Also the bound of one version's files in all, before anything is uploaded."""
+        super()._check(row, files, field=field)
+        check_total(files, max_bytes=self.max_bytes, field=field)

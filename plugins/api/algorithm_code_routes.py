@@ -17,7 +17,6 @@ from typing import Annotated, Any
 
 from airflow.api_fastapi.core_api.security import get_user
 from fastapi import APIRouter, Depends, File, UploadFile
-from fastapi.responses import StreamingResponse
 from sqlalchemy.orm import Session
 
 from hooks.catalog import default_catalog
@@ -31,7 +30,7 @@ from octotrain.settings import get_settings
 from plugins.api.auth import CurrentScope
 from plugins.api.catalog_routes import ObjectName, ProjectName, VersionNumber
 from plugins.api.paging import collection_of
-from plugins.api.stored_file_routes import FilePath, all_files, one_file
+from plugins.api.stored_file_routes import add_stored_file_routes
 from plugins.api.uploads import CHUNK, saved_uploads
 
 CODE = "/projects/{project}/algorithms/{algorithm}/code"
@@ -126,33 +125,13 @@ def get_algorithm_code(
         return AlgorithmCodeFilesView.of(row)
 
 
-@router.get(
-    f"{CODE}/{{version}}/files/{{path:path}}",
-    tags=["algorithms"],
-    summary="One file of a code version (streamed)",
-    response_class=StreamingResponse,
+add_stored_file_routes(
+    router,
+    versions=CODE,
+    version=VersionNumber,
+    service=algorithm_codes,
+    name="algorithm_code",
+    kind="code version",
+    what="{algorithm} code v{version}",
+    zip_name="{algorithm}-code-v{version}",
 )
-def algorithm_code_file(
-    project: ProjectName,
-    algorithm: ObjectName,
-    version: VersionNumber,
-    path: FilePath,
-    scope: CurrentScope,
-) -> StreamingResponse:
-    with default_catalog().session() as session:
-        row = algorithm_codes(session, scope).get(project, algorithm, version)
-        return one_file(row, path, f"{algorithm} code v{version}")
-
-
-@router.get(
-    f"{CODE}/{{version}}/download",
-    tags=["algorithms"],
-    summary="Every file of a code version as one zip (streamed)",
-    response_class=StreamingResponse,
-)
-def algorithm_code_zip(
-    project: ProjectName, algorithm: ObjectName, version: VersionNumber, scope: CurrentScope
-) -> StreamingResponse:
-    with default_catalog().session() as session:
-        row = algorithm_codes(session, scope).get(project, algorithm, version)
-        return all_files(row, f"{algorithm}-code-v{version}")
