@@ -155,6 +155,7 @@ def main() -> None:
         from hooks.chart_series_index import index_node_charts
         from hooks.local_process import free_port
         from hooks.object_store import default_object_store
+        from hooks.run_files import FolderRunFiles
         from hooks.run_metrics import forget_charts
 
         task_id, run_id, layout = setup(root, points)
@@ -185,8 +186,7 @@ def main() -> None:
             store = default_object_store()
             store.delete_prefix(f"{layout.objects.prefix}/chart-index")  # all six indexed afresh
             started = time.perf_counter()
-            folder = layout.node_folders("single-0").metrics
-            indexes = index_node_charts(store, layout.objects, "single-0", folder=folder)
+            indexes = index_node_charts(store, FolderRunFiles(layout), "single-0")
             collect = time.perf_counter() - started
             indexed = median_seconds(first_request, 5)
             forget_charts()

@@ -38,6 +38,7 @@ from pathlib import Path
 from bench.staging import s3_server
 from hooks.local_store import LocalFolderStore
 from hooks.log_search import search
+from hooks.run_files import StoreRunFiles
 from hooks.run_logs import RunLogs
 from hooks.s3_store import S3Store
 from octotrain.contracts import NodeLogNames
@@ -172,7 +173,7 @@ def grep_seconds(path: Path, *flags: str) -> float:
 def child(arguments: argparse.Namespace) -> None:
     """Stream the file (or the run's zip) to ``--out`` in this process: its peak RSS."""
     store = open_store(arguments.child_store, Path(arguments.out).parent)
-    logs = RunLogs(LAYOUT, store, [NODE])
+    logs = RunLogs(StoreRunFiles(store, LAYOUT.objects), [NODE])
     before = rss_mib()
     started = time.perf_counter()
     chunks = logs.zip_chunks() if arguments.child == "zip" else logs.chunks(logs.file(NAME))
@@ -241,8 +242,8 @@ def run_backend(backend: str, size: int, root: Path, source: Path, small: Path) 
         store.put_file(LAYOUT.objects.log(NAME), source)
         small_layout = RunLayout(LAYOUT.runs_dir, 2, LAYOUT.run_key)
         store.put_file(small_layout.objects.log(NodeLogNames(2, NODE).train), small)
-        logs = RunLogs(LAYOUT, store, [NODE])
-        small_logs = RunLogs(small_layout, store, [NODE])
+        logs = RunLogs(StoreRunFiles(store, LAYOUT.objects), [NODE])
+        small_logs = RunLogs(StoreRunFiles(store, small_layout.objects), [NODE])
         small_logs.file = lambda name: RunLogs.file(small_logs, NodeLogNames(2, NODE).train)  # type: ignore[method-assign]
         print(f"\n{backend}: {size / MIB:.0f} MiB train log")
         alone = boto3_alone(endpoint) if endpoint else {}

@@ -12,16 +12,15 @@ indexes existed), so either way the parse is paid once.
 from __future__ import annotations
 
 import logging
-import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from octotrain.chart_series_index import decoded, encoded, index_key
+from octotrain.chart_series_index import decoded, encoded
 from octotrain.contracts import METRICS_META_FILE
 from octotrain.metrics_meta import ChartMeta, parse_meta
 from octotrain.metrics_series import ChartColumns
-from octotrain.run_layout import RunObjects
+from octotrain.run_files import RunFiles
 from octotrain.storage import ObjectNotFound, ObjectStore, ObjectStoreError
 
 log = logging.getLogger(__name__)
@@ -31,26 +30,16 @@ READ_CHUNK = 8 << 20  # pieces of a stored index read
 
 @dataclass(frozen=True)
 class ChartFile:
-    """A chart's ``<name>.jsonl``: the file in the run folder while it is there (``local``),
-    else the object in the store."""
+    """A chart's ``<name>.jsonl`` among the run's files (the run folder, or the store)."""
 
-    store: ObjectStore
+    files: RunFiles
     key: str
-    local: Path | None = None
 
     def size(self) -> int:
-        if self.local is not None:
-            return self.local.stat().st_size
-        try:
-            return self.store.stat(self.key).size
-        except ObjectNotFound:
-            return 0
+        return self.files.size(self.key) or 0
 
     def read(self, start: int, end: int) -> bytes:
-        if self.local is not None:
-            with self.local.open("rb") as handle:
-                return os.pread(handle.fileno(), end - start, start)
-        return self.store.read_range(self.key, start, end)
+        return self.files.read_range(self.key, start, end)
 
 
 @dataclass
@@ -87,32 +76,25 @@ def refreshed(
     return current
 
 
-def index_node_charts(
-    store: ObjectStore, objects: RunObjects, node_index: str, *, folder: Path | None = None
-) -> list[str]:
-    """Bring the index of each valid chart of a node up to date with its data file (in
-    ``folder``, its METRICS folder, when the caller has it; else in the object store): the keys
-    of the indexes now up to date. A node without a meta file has none; a failure to write one
-    is logged, not raised (the charts are then parsed on their first request)."""
+def index_node_charts(store: ObjectStore, files: RunFiles, node_index: str) -> list[str]:
+    """Bring the index (in ``store``) of each valid chart of a node up to date with its data
+    file among the run's ``files``: the keys of the indexes now up to date. A node without a
+    meta file has none; a failure to write one is logged, not raised (the charts are then
+    parsed on their first request)."""
+    objects = files.objects
     prefix = objects.metrics(node_index)
-    meta = _file(store, f"{prefix}/{METRICS_META_FILE}", folder, METRICS_META_FILE)
+    meta = ChartFile(files, f"{prefix}/{METRICS_META_FILE}")
     size = meta.size()
     if size == 0:
         return []
     current = []
     for chart in parse_meta(meta.read(0, size)).charts:
-        name = f"{chart.name}.jsonl"
-        key = index_key(objects, node_index, chart.name)
-        file = _file(store, f"{prefix}/{name}", folder, name)
+        key = objects.chart_index(node_index, chart.name)
+        file = ChartFile(files, f"{prefix}/{chart.name}.jsonl")
         indexed = refreshed(file, chart, store=store, key=key, known=None, reindex_bytes=1)
         if indexed.indexed and indexed.indexed == indexed.columns.consumed:
             current.append(key)
     return current
-
-
-def _file(store: ObjectStore, key: str, folder: Path | None, name: str) -> ChartFile:
-    local = folder / name if folder is not None else None
-    return ChartFile(store, key, local if local is not None and local.is_file() else None)
 
 
 def _caught_up(columns: ChartColumns, file: ChartFile, size: int) -> bool:

@@ -10,7 +10,6 @@ every ``every_seconds`` while the training runs, and everything at its end.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import threading
 import time
@@ -19,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from hooks.run_files import read_json, write_text
+from hooks.run_files import StoreRunFiles
 from octotrain.checkpoints import (
     CheckpointManifest,
     FileVersion,
@@ -28,8 +27,9 @@ from octotrain.checkpoints import (
     utc_now,
     version_key,
 )
+from octotrain.run_files import read_json, write_json
 from octotrain.run_layout import RunObjects
-from octotrain.storage import ObjectNotFound, ObjectStore
+from octotrain.storage import ObjectStore
 
 # A file written to less than this long ago is taken to be still being written, until the
 # training has ended (a torn file must never become part of the latest checkpoint).
@@ -44,28 +44,22 @@ RESTORE_CONCURRENCY = 4
 def read_manifest(
     store: ObjectStore, objects: RunObjects, node_index: str
 ) -> CheckpointManifest | None:
-    document = read_json(store, objects.checkpoint_manifest(node_index))
+    document = read_json(StoreRunFiles(store, objects), objects.checkpoint_manifest(node_index))
     return None if document is None else CheckpointManifest.from_json(document)
 
 
 def left_checkpoint(store: ObjectStore, objects: RunObjects, node_indices: list[str]) -> bool:
     """Whether any node of the run ``objects`` synced a checkpoint (what a resume restores)."""
-    return any(store_has(store, objects.checkpoint_manifest(node)) for node in node_indices)
-
-
-def store_has(store: ObjectStore, key: str) -> bool:
-    try:
-        store.stat(key)
-    except ObjectNotFound:
-        return False
-    return True
+    files = StoreRunFiles(store, objects)
+    return any(files.size(objects.checkpoint_manifest(node)) is not None for node in node_indices)
 
 
 def write_manifest(
     store: ObjectStore, objects: RunObjects, node_index: str, manifest: CheckpointManifest
 ) -> None:
     """One object, written after every file it names: readers see the old or the new."""
-    write_text(store, objects.checkpoint_manifest(node_index), json.dumps(manifest.to_json()))
+    files = StoreRunFiles(store, objects)
+    write_json(files, objects.checkpoint_manifest(node_index), manifest.to_json())
 
 
 class CheckpointSync:

@@ -9,13 +9,16 @@ from pathlib import Path
 from hooks import local_admission
 from hooks.catalog import default_catalog
 from hooks.hashing_io import file_checksum
-from hooks.local_process import RunAbortMarker, free_port
+from hooks.local_process import free_port
 from hooks.model_archive import ArchiveFailed, NoModelWritten, archive_outputs, different_outputs
 from hooks.object_store import default_object_store
-from octotrain.catalog.models import ModelVersion
+from hooks.run_files import folder_then_store
+from octotrain.admission import QueueState
+from octotrain.catalog.models import ModelVersion, Run
 from octotrain.errors import FieldProblem, InvalidInput
 from octotrain.metrics import final_values
 from octotrain.planning import RunPlan
+from octotrain.run_files import RunFiles
 from octotrain.run_layout import RunLayout
 
 LOCAL_MASTER_ADDR = "127.0.0.1"
@@ -30,9 +33,14 @@ class LocalLauncher:
             raise InvalidInput([FieldProblem("node_count", why)])
         return LOCAL_MASTER_ADDR, free_port()
 
-    def abort_marker(self, layout: RunLayout) -> RunAbortMarker:
-        """A file in the run folder, which the nodes' processes share."""
-        return RunAbortMarker(layout.run_dir)
+    def run_files(self, layout: RunLayout, *, live: bool = True) -> RunFiles:
+        """The run folder on this machine, which the nodes' processes share, while the run is
+        live; the store after, where ``collect_logs`` uploaded the folder."""
+        return folder_then_store(layout, default_object_store(), live=live)
+
+    def queue_state(self, run: Run) -> QueueState | None:
+        """This machine's admission rule (``hooks.local_admission``)."""
+        return local_admission.queue_state(run.id)
 
     def archive(self, plan: RunPlan, layout: RunLayout) -> ModelVersion:
         """The nodes' OUTPUT folders are in the run folder."""

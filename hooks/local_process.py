@@ -20,7 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from hooks.run_abort import RunAbortMarker
 from octotrain.abort_flags import AbortFlag
+from octotrain.exit_reports import ExitReport
 from octotrain.hang_detection import HungNode
 from octotrain.hang_detection import wrapper_arguments as hang_arguments
 from octotrain.time_limits import ReachedLimit
@@ -58,36 +60,6 @@ class NodeOutcome:
     @property
     def succeeded(self) -> bool:
         return self.exit_code == 0 and self.stopped_by is None
-
-
-class RunAbortMarker:
-    """The run's abort flag (``octotrain.abort_flags``) as a file in the run folder.
-
-    Nodes run in separate Airflow task instances (possibly separate processes), so the
-    failure of one, or a stop, reaches the others through the file system they share.
-    """
-
-    def __init__(self, run_dir: Path) -> None:
-        self.path = run_dir / "ABORT"
-
-    def raise_flag(self, flag: AbortFlag) -> None:
-        """The first flag stays."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        if not self.path.exists():
-            partial = self.path.with_suffix(f".partial-{os.getpid()}")
-            partial.write_text(flag.to_json())
-            partial.replace(self.path)
-
-    def flag(self) -> AbortFlag | None:
-        try:
-            return AbortFlag.from_json(self.path.read_text())
-        except FileNotFoundError:
-            return None
-
-    def reason(self) -> str | None:
-        """Why the run is being stopped, or None while it is not."""
-        flag = self.flag()
-        return None if flag is None else flag.text()
 
 
 class LocalNodeProcess:
@@ -237,18 +209,17 @@ class LocalNodeProcess:
 
     def _outcome(self, code: int, stopped_by: AbortFlag | None = None) -> NodeOutcome:
         try:
-            report = json.loads(self.exit_file.read_text())
-        except (FileNotFoundError, ValueError):  # killed before it could write it
-            report = {}
+            report = ExitReport.parse(self.exit_file.read_text())
+        except FileNotFoundError:  # killed before it could write it
+            report = ExitReport()
+        killed = report.killed_after_grace_seconds
         return NodeOutcome(
             exit_code=128 - code if code < 0 else code,
             stopped_by=stopped_by,
-            killed_after_grace_seconds=report.get(
-                "killed_after_grace_seconds", self._killed_after_grace
-            ),
-            start_error=report.get("start_error"),
-            time_limit=ReachedLimit.from_json(report.get("time_limit")),
-            hung=HungNode.from_json(report.get("hung")),
+            killed_after_grace_seconds=self._killed_after_grace if killed is None else killed,
+            start_error=report.start_error,
+            time_limit=report.reached_limit,
+            hung=report.hung_node,
         )
 
     def _signal(self, signum: int) -> None:

@@ -28,7 +28,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from hooks.catalog import CatalogHook
-from hooks.run_files import read_json
+from hooks.run_files import StoreRunFiles
 from octotrain.catalog.model_versions import next_version_number
 from octotrain.catalog.models import (
     ModelRepository,
@@ -40,6 +40,7 @@ from octotrain.catalog.models import (
 )
 from octotrain.manifests import Manifest, manifest_of
 from octotrain.planning import RunPlan
+from octotrain.run_files import read_json
 from octotrain.run_layout import model_run_prefix
 from octotrain.run_lifecycle import end_run
 from octotrain.storage import ObjectStore, ObjectStoreError
@@ -87,8 +88,9 @@ def stored_outputs(store: ObjectStore, plan: RunPlan) -> dict[str, dict[str, Any
     it: {relative path: manifest entry + the node it comes from}. Identical files of several
     nodes are one; different content under one path is an error naming it."""
     merged: dict[str, dict[str, Any]] = {}
+    files = StoreRunFiles(store, plan.objects)
     for node_index in plan.node_indices:
-        manifest = read_json(store, plan.objects.output_manifest(node_index)) or {}
+        manifest = read_json(files, plan.objects.output_manifest(node_index)) or {}
         for relative, entry in manifest.items():
             earlier = merged.get(relative)
             if earlier is None:

@@ -48,10 +48,15 @@ def default_object_store() -> ObjectStore:
     return object_store_from_url(get_settings().object_store_url)
 
 
-def upload_folder(store: ObjectStore, folder: Path, prefix: str) -> list[ObjectInfo]:
-    """Upload every file under ``folder`` to ``prefix``, keeping relative paths."""
+def upload_folder(
+    store: ObjectStore, folder: Path, prefix: str, *, skip: Path | None = None
+) -> list[ObjectInfo]:
+    """Upload every file under ``folder`` to ``prefix``, keeping relative paths; none of
+    ``skip``'s (a folder below it)."""
     uploaded = []
     for path in sorted(folder.rglob("*")):
+        if skip is not None and path.is_relative_to(skip):
+            continue
         if path.is_file():
             uploaded.append(
                 store.put_file(prefix_of(prefix) + path.relative_to(folder).as_posix(), path)

@@ -4,22 +4,26 @@ headless Service."""
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from pathlib import Path
 
 from hooks.catalog import default_catalog
 from hooks.model_archive import NoModelWritten, archive_stored_outputs, stored_outputs
 from hooks.object_store import default_object_store
-from hooks.run_abort import StoreAbortMarker
-from octotrain.catalog.models import ModelVersion
+from hooks.run_files import StoreRunFiles
+from octotrain.admission import QueueState
+from octotrain.catalog.models import ModelVersion, Run
 from octotrain.errors import InvalidInput
 from octotrain.kubernetes_config import kubernetes_config
 from octotrain.metrics import final_values
 from octotrain.mount_volumes import mount_volumes
 from octotrain.planning import RunPlan
 from octotrain.pods import master_address, runs_as_root
-from octotrain.run_layout import RunLayout
+from octotrain.run_layout import RunLayout, RunObjects
 from octotrain.settings import get_settings
+
+log = logging.getLogger(__name__)
 
 
 class PodLauncher:
@@ -31,9 +35,22 @@ class PodLauncher:
             kubernetes_config().master_port
         )
 
-    def abort_marker(self, layout: RunLayout) -> StoreAbortMarker:
-        """An object in the store: the pods and the tasks that follow them share no disk."""
-        return StoreAbortMarker(default_object_store(), layout.objects.prefix)
+    def run_files(self, layout: RunLayout, *, live: bool = True) -> StoreRunFiles:
+        """The object store, live or not: the pods and the tasks that follow them share no
+        disk (a pod's sidecar uploads its node's files as they are written)."""
+        return pod_run_files(layout.objects)
+
+    def queue_state(self, run: Run) -> QueueState | None:
+        """Kueue's Workload of the run's pods; None when it could not be read (the page then
+        shows the run without its place, and the log why)."""
+        # Imported here: the Kubernetes client costs 2 s to import, which only this needs.
+        from hooks.kueue_workloads import workload_queue_state
+
+        try:
+            return workload_queue_state(run)
+        except Exception:
+            log.warning("could not read run %s's Kueue Workload", run.id, exc_info=True)
+            return None
 
     def archive(self, plan: RunPlan, layout: RunLayout) -> ModelVersion:
         """The pods' sidecars uploaded each node's OUTPUT and metrics."""
@@ -48,6 +65,11 @@ class PodLauncher:
             metrics = final_values(Path(scratch))
         lineage = plan.lineage | {"metrics": metrics}
         return archive_stored_outputs(default_catalog(), store, plan, outputs, lineage)
+
+
+def pod_run_files(objects: RunObjects) -> StoreRunFiles:
+    """A pod run's files: in the object store, for its pods, its stages and its pages."""
+    return StoreRunFiles(default_object_store(), objects)
 
 
 def check_mount_volume(plan: RunPlan) -> None:

@@ -15,54 +15,31 @@ state, ``CHECKPOINT``, and ``OUTPUT`` with its manifest.
 
 from __future__ import annotations
 
-import json
 import shutil
 import signal
-import tempfile
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from hooks.checkpoint_sync import CheckpointSync, restore_checkpoint
 from hooks.local_process import AGENT_DIR
 from hooks.node_cache import NodeCache
-from hooks.run_files import write_text
-from hooks.run_progress import StagingPhase, phase_file_sink, phase_store_sink, record_phase
+from hooks.run_files import StoreRunFiles
+from hooks.run_progress import StagingPhase, phase_sink, record_phase
 from hooks.staging import stage_inputs
 from octotrain.contracts import METRICS_META_FILE, NodeFolders, NodeLogNames
+from octotrain.exit_reports import ExitReport
 from octotrain.hang_detection import HANG_REPORT_FILE
-from octotrain.input_sources import StageSource
 from octotrain.manifests import manifest_of
 from octotrain.metrics_meta import meta_report
 from octotrain.node_progress import PHASE_FILE, PROGRESS_SAMPLES_FILE, Phase
+from octotrain.run_files import write_json
 from octotrain.run_layout import RunObjects, node_cache_holder
+from octotrain.stage_plans import StagePlan
 from octotrain.storage import ObjectNotFound, ObjectStore
 
 GIB = 1024**3
-
-
-def stage_plan(
-    data: list[StageSource],
-    models: list[StageSource],
-    *,
-    checkpoint_sources: list[RunObjects],
-    code: StageSource | None = None,
-) -> dict[str, Any]:
-    """What the ``stage`` containers of a run read (written by the ``stage_data`` task):
-    the inputs, the algorithm's code, and the runs whose checkpoint a node restores, in order
-    of preference."""
-    return {
-        "data": [source.__dict__ for source in data],
-        "models": [m.__dict__ for m in models],
-        "code": code.__dict__ if code else None,
-        "checkpoint_sources": [source.prefix for source in checkpoint_sources],
-    }
-
-
-def _sources(items: list[dict[str, Any]]) -> list[StageSource]:
-    return [StageSource(**item) for item in items]
 
 
 def _stamped(log: Path) -> Callable[[str], None]:
@@ -91,30 +68,27 @@ def stage_pod_node(
     logs.mkdir(parents=True, exist_ok=True)
     names = NodeLogNames(task_id=task_id, node_index=node_index)
     prefix = plan_key.rsplit("/", 1)[0]
+    files = StoreRunFiles(store, RunObjects.from_prefix(prefix))
+    objects = files.objects
     for name in names.always():
-        _go_on_from(store, f"{prefix}/logs/{name}", logs / name)
+        _go_on_from(store, objects.log(name), logs / name)
     note = _stamped(logs / names.init)
     try:
         agent_dir.mkdir(parents=True, exist_ok=True)
         for source in AGENT_DIR.glob("*.py"):
             shutil.copy2(source, agent_dir / source.name)
         note(f"preparing node {node_index} (agent copied to {agent_dir})")
-        with tempfile.TemporaryDirectory(prefix="octotrain-stage-") as scratch:
-            store.get_file(plan_key, Path(scratch) / "stage.json")
-            document = json.loads((Path(scratch) / "stage.json").read_text())
-        sources = _sources(document["data"]), _sources(document["models"])
+        stage_plan = StagePlan.model_validate_json(files.read(plan_key) or b"")
         cache = NodeCache(cache_dir, max_bytes=cache_max_bytes)
         holder = node_cache_holder(prefix, node_index)
-        objects = RunObjects.from_prefix(prefix)
-        staging = StagingPhase(phase_store_sink(store, objects.phase(node_index)))
-        code = document.get("code")
-        stage_inputs(store, cache, folders, sources, note, holder=holder,
-                     on_bytes=staging.bytes_done,
-                     code=StageSource(**code) if code else None)  # fmt: skip
+        staging = StagingPhase(phase_sink(files, node_index))
+        stage_inputs(store, cache, folders, (stage_plan.data, stage_plan.models), note,
+                     holder=holder, on_bytes=staging.bytes_done,
+                     code=stage_plan.code)  # fmt: skip
         restored = restore_checkpoint(
             store,
-            sources=[RunObjects.from_prefix(p) for p in document.get("checkpoint_sources", [])],
-            objects=RunObjects.from_prefix(prefix),
+            sources=stage_plan.checkpoint_runs,
+            objects=objects,
             node_index=node_index,
             folder=folders.checkpoint,
         )
@@ -125,7 +99,7 @@ def stage_pod_node(
         note(f"ERROR staging failed: {error}")
         raise
     finally:
-        store.put_file(f"{prefix}/logs/{names.init}", logs / names.init)
+        store.put_file(objects.log(names.init), logs / names.init)
 
 
 def _go_on_from(store: ObjectStore, key: str, log: Path) -> None:
@@ -155,13 +129,15 @@ class NodeSync:
         cache: NodeCache | None = None,
     ) -> None:
         self.store, self.prefix, self.node_index, self.work = store, prefix, node_index, work
+        self.files = StoreRunFiles(store, RunObjects.from_prefix(prefix))
+        self.objects = self.files.objects
         self.cache = cache
         self.sent: dict[str, tuple[int, int]] = {}
         self.names = NodeLogNames(task_id=task_id, node_index=node_index)
         self.note = _stamped(work / "logs" / self.names.sidecar)
         self.checkpoints = CheckpointSync(
             store,
-            objects=RunObjects.from_prefix(prefix),
+            objects=self.objects,
             run_id=run_id,
             node_index=node_index,
             folder=NodeFolders.under(work).checkpoint,
@@ -182,12 +158,12 @@ class NodeSync:
         logs = self.work / "logs"
         for path in sorted(logs.glob("*")) if logs.is_dir() else []:
             if path.is_file():
-                self._changed(path, f"{self.prefix}/logs/{path.name}")
+                self._changed(path, self.objects.log(path.name))
         metrics = self.work / "metrics"
         for path in sorted(metrics.rglob("*")) if metrics.is_dir() else []:
             if path.is_file():
                 relative = path.relative_to(metrics).as_posix()
-                key = f"{self.prefix}/metrics/{self.node_index}/{relative}"
+                key = f"{self.objects.metrics(self.node_index)}/{relative}"
                 before = self.sent.get(key)
                 self._changed(path, key)
                 if relative == METRICS_META_FILE and self.sent.get(key) != before:
@@ -195,11 +171,10 @@ class NodeSync:
                         self.note(line)
         resources = self.work / "resources.jsonl"
         if resources.is_file():
-            self._changed(resources, f"{self.prefix}/resources/{self.node_index}.jsonl")
-        objects = RunObjects.from_prefix(self.prefix)
+            self._changed(resources, self.objects.resources(self.node_index))
         for path, key in (
-            (self.work / PHASE_FILE, objects.phase(self.node_index)),
-            (self.work / PROGRESS_SAMPLES_FILE, objects.progress(self.node_index)),
+            (self.work / PHASE_FILE, self.objects.phase(self.node_index)),
+            (self.work / PROGRESS_SAMPLES_FILE, self.objects.progress(self.node_index)),
         ):
             if path.is_file():
                 self._changed(path, key)
@@ -211,26 +186,24 @@ class NodeSync:
         store deletes folders, not objects) once it advances again: the launch task reads it
         there to say so."""
         path = self.work / HANG_REPORT_FILE
-        key = RunObjects.from_prefix(self.prefix).hang_report(self.node_index)
+        key = self.objects.hang_report(self.node_index)
         try:
             self._changed(path, key)
         except FileNotFoundError:  # none, or removed since: the training advances
             if self.sent.pop(key, None) is not None:
-                write_text(self.store, key, "{}")
+                self.files.write(key, b"{}")
 
     def upload_output(self) -> int:
         """``OUTPUT`` and its manifest (what ``archive_model`` merges); returns the file count."""
         output = self.work / "output"
         files = sorted(p for p in output.rglob("*") if p.is_file()) if output.is_dir() else []
-        base = f"{self.prefix}/output/{self.node_index}"
+        base = self.objects.output(self.node_index)
         written = [
             self.store.put_file(f"{base}/{path.relative_to(output).as_posix()}", path)
             for path in files
         ]
         manifest = manifest_of(written, base) if written else {}
-        write_text(
-            self.store, f"{self.prefix}/outputs/{self.node_index}.json", json.dumps(manifest)
-        )
+        write_json(self.files, self.objects.output_manifest(self.node_index), manifest)
         return len(files)
 
     def run(self, *, every: float, exit_file: Path, ready_file: Path, done_file: Path) -> int:
@@ -252,8 +225,8 @@ class NodeSync:
                 failures += 1
                 self.note(f"sync failed ({failures} in a row): {error}")
         self._final_upload(exit_file)
-        record_phase(phase_file_sink(self.work / PHASE_FILE), Phase.DONE)
-        self.sync()
+        # After the final sync: the wrapper writes no phase once it has written its exit file.
+        record_phase(phase_sink(self.files, self.node_index), Phase.DONE)
         done_file.write_text("uploaded\n")
         self._release_inputs()
         stopping.wait()
@@ -262,13 +235,13 @@ class NodeSync:
 
     def _final_upload(self, exit_file: Path) -> None:
         report = _exit_report(exit_file)
-        status = report["exit_status"]
+        status = report.exit_status
         shown = "none: stopped" if status is None else status
         self.note(f"training ended (exit status {shown}); final upload")
         self._final_checkpoint()
         count = self.upload_output()
         self.note(f"uploaded OUTPUT: {count} files")
-        write_text(self.store, f"{self.prefix}/exits/{self.node_index}.json", json.dumps(report))
+        write_json(self.files, self.objects.exit_report(self.node_index), report.document())
         self.sync()
 
     def _final_checkpoint(self) -> None:
@@ -289,12 +262,13 @@ class NodeSync:
             self.note(f"could not release the node cache's pins: {error}")
 
 
-def _exit_report(exit_file: Path) -> dict[str, Any]:
+def _exit_report(exit_file: Path) -> ExitReport:
     """The wrapper's report of how the training ended (agent/run_training.py: its exit status,
     why it could not start, a kill after the grace period); no status when there is none (the
     pod was stopped before the training ended)."""
     try:
-        report = json.loads(exit_file.read_text())
-    except (FileNotFoundError, ValueError):
-        return {"exit_status": None}
-    return report if isinstance(report, dict) else {"exit_status": None}
+        text = exit_file.read_text()
+    except FileNotFoundError:
+        text = ""
+    report = ExitReport.parse(text)
+    return report if report.document() else ExitReport(exit_status=None)

@@ -1,36 +1,30 @@
-"""The abort flag (``octotrain.abort_flags``) of a run whose nodes run as pods: an object in
-the store (the pods' nodes and the Airflow tasks that watch them share no file system).
-``hooks.local_process.RunAbortMarker`` is its local-launcher twin."""
+"""The abort flag (``octotrain.abort_flags``) of a run, among its files (``RunFiles``): the
+nodes' processes and the Airflow tasks that watch them read it where the launcher keeps the
+run's files (the run folder they share, or the store when they share no disk)."""
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable
 
-from hooks.run_files import read_json, read_text, write_text
 from octotrain.abort_flags import AbortFlag
-from octotrain.run_layout import RunObjects
-from octotrain.storage import ObjectStore
+from octotrain.run_files import RunFiles, read_json, read_text, write_json
 
 log = logging.getLogger(__name__)
 
 
-class StoreAbortMarker:
-    def __init__(self, store: ObjectStore, run_prefix: str) -> None:
-        self.store = store
-        self.prefix = run_prefix
-        self.objects = RunObjects.from_prefix(run_prefix)
-        self.key = self.objects.abort_flag
+class RunAbortMarker:
+    def __init__(self, files: RunFiles) -> None:
+        self.files = files
+        self.objects = files.objects
 
     def raise_flag(self, flag: AbortFlag) -> None:
         """The first flag stays: it names the node that ended the run, or the stop."""
-        if self.flag() is None:
-            write_text(self.store, self.key, flag.to_json())
+        self.files.create(self.objects.abort_flag, flag.to_json().encode("utf-8"))
 
     def flag(self) -> AbortFlag | None:
-        text = read_text(self.store, self.key)
+        text = read_text(self.files, self.objects.abort_flag)
         return None if text is None else AbortFlag.from_json(text)
 
     def reason(self) -> str | None:
@@ -42,14 +36,11 @@ class StoreAbortMarker:
         """Node ``node_index`` is being stopped (or was never started): ``because`` is the
         first line of its supplemental log (``AbortFlag.why_stopped``), kept apart as a node
         that ended by itself before the flag went up was not stopped."""
-        write_text(self.store, self._stop_key(node_index), json.dumps({"because": because}))
+        write_json(self.files, self.objects.stop_record(node_index), {"because": because})
 
     def stopped_because(self, node_index: str) -> str | None:
-        document = read_json(self.store, self._stop_key(node_index))
+        document = read_json(self.files, self.objects.stop_record(node_index))
         return None if document is None else str(document["because"])
-
-    def _stop_key(self, node_index: str) -> str:
-        return self.objects.stop_record(node_index)
 
 
 class AbortWatcher:
@@ -59,7 +50,7 @@ class AbortWatcher:
 
     def __init__(
         self,
-        marker: StoreAbortMarker,
+        marker: RunAbortMarker,
         *,
         every: float,
         on_flag: Callable[[AbortFlag], None],

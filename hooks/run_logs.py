@@ -1,5 +1,6 @@
-"""The door to a run's log files: in the local run folder while the local launcher writes them
-there, else in the object store (synced live by a pod's sidecar, collected after the run).
+"""The door to a run's log files, among the run's files where its launcher keeps them
+(``RunFiles``: the run folder while a local run is live, else the object store, where a pod's
+sidecar syncs them live and ``collect_logs`` puts them after the run).
 
 Only the files of the log contract (docs/concepts/logs-and-storage.md) of the run's own
 nodes are ever opened: a name is looked up among the files listed, never joined to a path, so
@@ -16,16 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from hooks.launchers import files_of
 from hooks.local_store import send_file
-from hooks.object_store import default_object_store
+from hooks.run_files import LiveThenStoreRunFiles, StoreRunFiles
 from hooks.zip_stream import ZipMember, zip_chunks
 from octotrain.catalog.models import Run
 from octotrain.contracts import LOG_KINDS, NodeLogNames
 from octotrain.errors import NotFound
 from octotrain.log_lines import LineIndex
-from octotrain.run_layout import RunLayout, recorded_layout
-from octotrain.settings import get_settings
-from octotrain.storage import ObjectStore
+from octotrain.run_files import RunFiles
 
 CHUNK = 1024 * 1024
 # The line indexes of the log files this process has paged, the most recently used kept: a
@@ -60,47 +60,37 @@ class FileRanges:
 
 
 class StoreRanges:
-    """An object of the store read at offsets, one ranged request each."""
+    """A file of the run's files read at offsets, one ranged request each."""
 
-    def __init__(self, store: ObjectStore, key: str, size: int) -> None:
-        self.store, self.key, self.size = store, key, size
+    def __init__(self, files: RunFiles, key: str, size: int) -> None:
+        self.files, self.key, self.size = files, key, size
 
     def read(self, start: int, end: int) -> bytes:
-        return self.store.read_range(self.key, start, min(end, self.size))
+        return self.files.read_range(self.key, start, min(end, self.size))
 
     def close(self) -> None:
         """Nothing is held open between requests."""
 
 
 class RunLogs:
-    def __init__(self, layout: RunLayout, store: ObjectStore, nodes: list[str]) -> None:
-        self.layout = layout
-        self.store = store
+    def __init__(self, files: RunFiles, nodes: list[str]) -> None:
+        self.run_files = files
         self.nodes = nodes
-        self.prefix = layout.objects.logs
+        self.prefix = files.objects.logs
         self._kinds = {
             name: (node, kind)
             for node in nodes
-            for kind, name in NodeLogNames(layout.task_id, node).by_kind().items()
+            for kind, name in NodeLogNames(files.objects.task_id, node).by_kind().items()
         }
 
     def files(self) -> list[LogFile]:
         """Every log file of every node, node by node in the order of ``LOG_KINDS``."""
-        folder = self.layout.logs_dir
-        if folder.is_dir():
-            found = {
-                entry.name: (stat.st_size, stat.st_mtime, "run folder")
-                for entry in os.scandir(folder)
-                if entry.name in self._kinds
-                and entry.is_file()
-                and (stat := entry.stat())  # one stat a file
-            }
-        else:
-            found = {
-                name: (info.size, info.modified, "object store")
-                for info in self.store.list(self.prefix)
-                if (name := info.key.rsplit("/", 1)[-1]) in self._kinds
-            }
+        holder = self.run_files.holder(self.prefix)
+        found = {
+            name: (info.size, info.modified, holder.where)
+            for info in holder.list(self.prefix)
+            if (name := info.key.rsplit("/", 1)[-1]) in self._kinds
+        }
         files = [
             LogFile(name, *self._kinds[name], *found[name]) for name in self._kinds if name in found
         ]
@@ -121,22 +111,18 @@ class RunLogs:
 
     def local_path(self, log: LogFile) -> Path | None:
         """A path to read ``log`` in place: the run folder, or a local-folder store."""
-        if log.where == "run folder":
-            return self.layout.log_path(log.name)
-        in_store = self.store.local_path(f"{self.prefix}/{log.name}")
-        return in_store if in_store is not None and in_store.is_file() else None
+        return self._holder(log).local_path(self._key(log))
 
     def ranges(self, log: LogFile) -> FileRanges | StoreRanges:
         path = self.local_path(log)
         if path is not None:
             return FileRanges(path)
         # The listing that found ``log`` is as fresh as a HEAD request would be.
-        return StoreRanges(self.store, f"{self.prefix}/{log.name}", log.size)
+        return StoreRanges(self.run_files, self._key(log), log.size)
 
     def line_number(self, log: LogFile, source: FileRanges | StoreRanges, offset: int) -> int:
         """The number (from 1) of the line of ``log`` that starts at byte ``offset``."""
-        path = self.local_path(log)
-        key = str(path) if path is not None else f"{self.store.url} {self.prefix}/{log.name}"
+        key = self._holder(log).address(self._key(log))
         with _line_indexes_lock:
             index = _line_indexes.pop(key, None) or LineIndex()
             _line_indexes[key] = index
@@ -146,10 +132,12 @@ class RunLogs:
 
     def chunks(self, log: LogFile, *, start: int = 0) -> Iterator[bytes]:
         """The content of ``log`` from ``start``, streamed in constant memory."""
-        path = self.local_path(log)
-        if path is None:
-            yield from self.store.iter_bytes(f"{self.prefix}/{log.name}", start=start)
+        path, store = self.local_path(log), self._store(log)
+        if path is None and store is not None:
+            yield from store.store.iter_bytes(self._key(log), start=start)
             return
+        if path is None:
+            raise NotFound(f"the run has no log file {log.name!r}")
         with path.open("rb") as handle:
             handle.seek(start)
             while chunk := handle.read(CHUNK):
@@ -158,11 +146,28 @@ class RunLogs:
     def send_to(self, log: LogFile, descriptor: int, *, start: int = 0) -> int:
         """Write ``log`` from ``start`` to the pipe ``descriptor`` without bringing it through
         Python where the store can (how many bytes)."""
-        path = self.local_path(log)
+        path, store = self.local_path(log), self._store(log)
+        if path is None and store is not None:
+            return store.store.send_to(self._key(log), descriptor, start=start)
         if path is None:
-            return self.store.send_to(f"{self.prefix}/{log.name}", descriptor, start=start)
+            raise NotFound(f"the run has no log file {log.name!r}")
         with path.open("rb") as handle:
             return send_file(handle, descriptor, start=start)
+
+    def _key(self, log: LogFile) -> str:
+        return f"{self.prefix}/{log.name}"
+
+    def _holder(self, log: LogFile) -> RunFiles:
+        """The holder whose listing found ``log`` (no request more to find it again)."""
+        files = self.run_files
+        if isinstance(files, LiveThenStoreRunFiles):
+            return files.folder if log.where == files.folder.where else files.store_files
+        return files
+
+    def _store(self, log: LogFile) -> StoreRunFiles | None:
+        """The store that holds ``log``, which streams it in one request; None: not a store."""
+        holder = self._holder(log)
+        return holder if isinstance(holder, StoreRunFiles) else None
 
     def zip_chunks(self) -> Iterator[bytes]:
         """Every log file of the run as one zip (deflated: logs shrink several times), made
@@ -172,8 +177,7 @@ class RunLogs:
         return zip_chunks(members, deflate=True)
 
 
-def run_logs_of(run: Run, store: ObjectStore | None = None) -> RunLogs:
-    """The logs of a catalog run, where this machine's settings say they are. A run that has
-    no plan yet (``validate`` has not recorded it) has no nodes, hence no files."""
-    layout, nodes = recorded_layout(get_settings().runs_dir, run.task_id, run.plan or {})
-    return RunLogs(layout, store or default_object_store(), nodes)
+def run_logs_of(run: Run) -> RunLogs:
+    """The logs of a catalog run, where its launcher keeps its files. A run that has no plan
+    yet (``validate`` has not recorded it) has no nodes, hence no files."""
+    return RunLogs(*files_of(run))

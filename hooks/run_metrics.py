@@ -1,6 +1,6 @@
-"""The door to a run's metrics and resource samples: the node's folder in the run folder while
-the local launcher runs it, else the object store (synced live by a pod's sidecar, collected
-after the run).
+"""The door to a run's metrics and resource samples, among the run's files where its launcher
+keeps them (``RunFiles``: the run folder while a local run is live, else the object store, where
+a pod's sidecar syncs them live and ``collect_logs`` puts them after the run).
 
 Chart data is read once per api-server process and then only what was appended since
 (``ChartColumns`` remembers where it stopped): a live chart that refreshes every few seconds
@@ -17,20 +17,18 @@ import math
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from hooks.chart_series_index import ChartFile, IndexedChart, refreshed
+from hooks.launchers import files_of
 from hooks.object_store import default_object_store
 from octotrain.catalog.models import Run
-from octotrain.chart_series_index import index_key
 from octotrain.contracts import METRICS_META_FILE
 from octotrain.errors import NotFound
 from octotrain.metrics_meta import ChartMeta, MetricsMeta, parse_meta
 from octotrain.metrics_series import ChartColumns
 from octotrain.run_comparison import FinalValue, final_values
-from octotrain.run_layout import RunLayout, recorded_layout
-from octotrain.settings import get_settings
-from octotrain.storage import ObjectNotFound, ObjectStore
+from octotrain.run_files import RunFiles
+from octotrain.storage import ObjectStore
 
 CACHED_CHARTS = 32
 # A chart's index is written again once this much of its file was parsed past what the index
@@ -64,8 +62,9 @@ class ResourceSamples:
 
 
 class RunMetrics:
-    def __init__(self, layout: RunLayout, store: ObjectStore, nodes: list[str]) -> None:
-        self.layout, self.store, self.nodes = layout, store, nodes
+    def __init__(self, files: RunFiles, store: ObjectStore, nodes: list[str]) -> None:
+        """``store`` keeps the charts' indexes (``hooks.chart_series_index``)."""
+        self.files, self.store, self.nodes = files, store, nodes
 
     def check_node(self, node: str) -> None:
         if node not in self.nodes:
@@ -74,8 +73,7 @@ class RunMetrics:
     def meta(self, node: str) -> MetricsMeta | None:
         """The node's judged meta file; None while it has written none."""
         self.check_node(node)
-        data = self._read(self._metrics_key(node, METRICS_META_FILE),
-                          self._folder(node) / METRICS_META_FILE)  # fmt: skip
+        data = self.files.read(f"{self.files.objects.metrics(node)}/{METRICS_META_FILE}")
         return None if data is None else parse_meta(data)
 
     def chart(self, node: str, name: str) -> ChartColumns:
@@ -89,12 +87,11 @@ class RunMetrics:
     def columns(self, node: str, chart: ChartMeta) -> ChartColumns:
         """Every point of ``chart`` so far, reading only what was appended since last time: a
         snapshot that later reads do not change."""
-        local = self._folder(node) / f"{chart.name}.jsonl"
-        key = self._metrics_key(node, f"{chart.name}.jsonl")
-        file = ChartFile(self.store, key, local if local.is_file() else None)
-        where = str(local) if file.local else f"{self.store.url}|{key}"
-        index = index_key(self.layout.objects, node, chart.name)
-        read = _read_of((where, chart.x, tuple(chart.lines)))
+        key = f"{self.files.objects.metrics(node)}/{chart.name}.jsonl"
+        holder = self.files.holder(key)
+        file = ChartFile(holder, key)
+        index = self.files.objects.chart_index(node, chart.name)
+        read = _read_of((holder.address(key), chart.x, tuple(chart.lines)))
         with read.lock:
             read.chart = refreshed(
                 file,
@@ -109,34 +106,18 @@ class RunMetrics:
 
     def resources(self, node: str) -> ResourceSamples:
         self.check_node(node)
-        data = self._read(self.layout.objects.resources(node),
-                          self.layout.resources_path(node)) or b""  # fmt: skip
+        data = self.files.read(self.files.objects.resources(node)) or b""
         samples = ResourceSamples()
         for row in data.split(b"\n"):
             if row.strip():
                 _add_sample(samples, row)
         return samples
 
-    def _folder(self, node: str) -> Path:
-        return self.layout.node_folders(node).metrics
 
-    def _metrics_key(self, node: str, name: str) -> str:
-        return f"{self.layout.objects.metrics(node)}/{name}"
-
-    def _read(self, key: str, local: Path) -> bytes | None:
-        if local.is_file():
-            return local.read_bytes()
-        try:
-            size = self.store.stat(key).size
-        except ObjectNotFound:
-            return None
-        return self.store.read_range(key, 0, size)
-
-
-def metrics_of(run: Run, store: ObjectStore | None = None) -> RunMetrics:
-    """The metrics of a catalog run, where this machine's settings say they are."""
-    layout, nodes = recorded_layout(get_settings().runs_dir, run.task_id, run.plan or {})
-    return RunMetrics(layout, store or default_object_store(), nodes)
+def metrics_of(run: Run) -> RunMetrics:
+    """The metrics of a catalog run, where its launcher keeps its files."""
+    files, nodes = files_of(run)
+    return RunMetrics(files, default_object_store(), nodes)
 
 
 def first_node(reader: RunMetrics) -> str:

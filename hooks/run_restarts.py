@@ -1,73 +1,33 @@
-"""Where the nodes of a run ask for and see the run's restarts (``octotrain.restarts``): one file
-per restart in the run folder, which every node's task process shares (local launcher), or one
-object per restart in the store (Kubernetes). The first request of a restart number stays, so
-two nodes lost at once make one restart."""
+"""Where the nodes of a run ask for and see the run's restarts (``octotrain.restarts``): one
+file per restart among the run's files (``RunFiles``: the run folder every node's task process
+shares, or the store, which every pod's launch task and trigger read). The first request of a
+restart number stays, so two nodes lost at once make one restart."""
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
 import threading
 from collections.abc import Callable
-from pathlib import Path
 
-from hooks.run_files import read_json, read_text, write_text
 from octotrain.restarts import RunRestart
-from octotrain.storage import ObjectStore
+from octotrain.run_files import RunFiles, read_json, read_text, write_json
 
 
-class LocalRunRestarts:
-    """The restarts of a run whose nodes run on this machine: one file per restart in the run
-    folder, which every node's task process shares (``<n>.json``, written whole)."""
+class RunRestarts:
+    """The restarts of a run, and beside each node the notes of how its earlier starts ended,
+    for its supplemental log (written after its pods are gone, on Kubernetes)."""
 
-    def __init__(self, run_dir: Path) -> None:
-        self.folder = run_dir / "restarts"
+    def __init__(self, files: RunFiles) -> None:
+        self.files = files
+        self.objects = files.objects
 
     def request(self, restart: RunRestart) -> RunRestart:
-        """Ask for ``restart``; the request that stands for its number (this one, or the one
-        another node made first)."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        partial = self.folder / f".{restart.attempt}.partial-{os.getpid()}"
-        partial.write_text(restart.to_json(), encoding="utf-8")
-        with contextlib.suppress(FileExistsError):
-            os.link(partial, self._path(restart.attempt))  # atomic, and whole once there
-        partial.unlink()
+        """Ask for ``restart``, unless a node asked for its number first; the one that stands."""
+        self.files.create(self.objects.restart(restart.attempt), restart.to_json().encode())
         return self.requested(restart.attempt) or restart
 
     def requested(self, attempt: int) -> RunRestart | None:
         """Restart number ``attempt``, if a node asked for it."""
-        try:
-            return RunRestart.from_json(self._path(attempt).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return None
-
-    def _path(self, attempt: int) -> Path:
-        return self.folder / f"{attempt}.json"
-
-
-class StoreRunRestarts:
-    """The restarts of a run whose nodes run as pods: objects in the store, under the run's
-    prefix, which every node's launch task and trigger read. Beside each request, the notes of
-    how each node's earlier starts ended, for its supplemental log (``collect_logs`` writes it
-    after the pods are gone)."""
-
-    def __init__(self, store: ObjectStore, run_prefix: str) -> None:
-        self.store = store
-        self.folder = f"{run_prefix}/restarts"
-
-    def request(self, restart: RunRestart) -> RunRestart:
-        """Ask for ``restart``, unless a node asked for its number first; the one that stands.
-        (Two nodes lost within the same instant may both write: each then restarts with the
-        same number, which is what matters.)"""
-        standing = self.requested(restart.attempt)
-        if standing is not None:
-            return standing
-        write_text(self.store, self._key(restart.attempt), restart.to_json())
-        return restart
-
-    def requested(self, attempt: int) -> RunRestart | None:
-        text = read_text(self.store, self._key(attempt))
+        text = read_text(self.files, self.objects.restart(attempt))
         return None if text is None else RunRestart.from_json(text)
 
     def counted(self, upto: int) -> int:
@@ -80,28 +40,19 @@ class StoreRunRestarts:
         """The number of the run's latest restart (0: none): what a node started now joins."""
         numbers = [
             int(name.removesuffix(".json"))
-            for info in self.store.list(f"{self.folder}/")
+            for info in self.files.list(self.objects.restarts)
             if (name := info.key.rsplit("/", 1)[-1]).removesuffix(".json").isdigit()
         ]
         return max(numbers, default=0)
 
     def note(self, node_index: str, line: str) -> None:
         """Add a line on how one start of ``node_index`` ended (only that node writes them)."""
-        write_text(
-            self.store,
-            self._notes_key(node_index),
-            json.dumps([*self.notes(node_index), line], ensure_ascii=False),
-        )
+        write_json(self.files, self.objects.restart_notes(node_index),
+                   [*self.notes(node_index), line])  # fmt: skip
 
     def notes(self, node_index: str) -> list[str]:
-        document = read_json(self.store, self._notes_key(node_index))
+        document = read_json(self.files, self.objects.restart_notes(node_index))
         return [str(line) for line in document] if isinstance(document, list) else []
-
-    def _key(self, attempt: int) -> str:
-        return f"{self.folder}/{attempt}.json"
-
-    def _notes_key(self, node_index: str) -> str:
-        return f"{self.folder}/notes/{node_index}.json"
 
 
 class RestartWatcher:
@@ -111,7 +62,7 @@ class RestartWatcher:
 
     def __init__(
         self,
-        restarts: StoreRunRestarts,
+        restarts: RunRestarts,
         attempt: int | None,
         *,
         every: float,

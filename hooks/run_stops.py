@@ -1,5 +1,5 @@
 """Stopping a run on a user's request: its abort flag goes up, naming the user, where the
-configured launcher's nodes look for it (the run folder, or the object store for pods). Every
+configured launcher keeps the run's files (the run folder, or the object store for pods). Every
 node then stops within a few seconds (its process or its pod, with the grace period), nodes not
 yet started do not start, ``collect_logs`` keeps every log and writes the supplemental logs
 ("stopped by <user>"), and the run ends ``stopped``.
@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 
 from hooks.catalog import default_catalog
 from hooks.launchers import configured_launcher
+from hooks.run_abort import RunAbortMarker
 from hooks.run_progress import progress_of
 from octotrain.abort_flags import AbortFlag, stop_note
 from octotrain.catalog.models import Run, RunState
@@ -26,7 +27,6 @@ from octotrain.planning import run_key
 from octotrain.run_layout import RunLayout
 from octotrain.run_lifecycle import end_run
 from octotrain.settings import get_settings
-from octotrain.storage import ObjectStore
 from octotrain.supplemental_log import run_message
 
 
@@ -43,7 +43,7 @@ class RunStop:
 def request_stop(run: Run, *, by: str) -> RunStop:
     """Raise ``run``'s abort flag for ``by``."""
     layout = RunLayout(get_settings().runs_dir, run.task_id, run_key(run.airflow_run_id))
-    marker = configured_launcher().abort_marker(layout)
+    marker = RunAbortMarker(configured_launcher().run_files(layout))
     earlier = marker.flag()
     now = datetime.now(UTC)
     requested = AbortFlag.stopped_by(by, at=now)
@@ -59,7 +59,6 @@ def end_unsuccessful_run(
     run_id: int,
     reasons: Mapping[str, str],
     flag: AbortFlag | None,
-    store: ObjectStore | None = None,
 ) -> None:
     """Record the end of a run whose nodes did not all succeed (``reasons``: each such node's
     first line): ``stopped`` when its abort flag was a stop, ``failed`` otherwise. A user's stop
@@ -68,7 +67,7 @@ def end_unsuccessful_run(
     with default_catalog().session() as session:
         run = session.get(Run, run_id)
         if flag is not None and flag.by_user and run is not None:
-            message = flag.stop_summary(progress_of(run, now=time.time(), store=store))
+            message = flag.stop_summary(progress_of(run, now=time.time()))
         else:
             message = run_message(reasons, culprit=flag.node if flag else None)
         state = RunState.STOPPED if flag is not None and flag.stopped else RunState.FAILED

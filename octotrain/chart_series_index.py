@@ -22,16 +22,9 @@ import numpy as np
 
 from octotrain.metrics_meta import ChartMeta
 from octotrain.metrics_series import TAIL_BYTES, ChartColumns
-from octotrain.run_layout import RunObjects
 
 MAGIC = b"octotrain-chart-index 1\n"
 DOUBLE = np.dtype("<f8")
-
-
-def index_key(objects: RunObjects, node_index: str, chart_name: str) -> str:
-    """Where the index of a node's chart is in the object store: beside the run's metrics, not
-    among them (a sidecar's sync or a download of the metrics never meets it)."""
-    return f"{objects.prefix}/chart-index/{node_index}/{chart_name}.index"
 
 
 def encoded(columns: ChartColumns) -> Iterator[bytes | memoryview]:

@@ -1,5 +1,6 @@
-"""What a launcher is, whichever runs the nodes: the few things the run's stages need from it
-beyond their own work, so that no stage asks which launcher is configured.
+"""What a launcher is, whichever runs the nodes: the few things the run's stages and the
+console's pages need from it beyond their own work, so that nothing asks which launcher is
+configured (nor guesses it by looking for a file).
 
 Two implementations: ``hooks/local_launcher.py`` (a process per node on the worker, files in
 the run folder) and ``hooks/pod_launcher.py`` (a pod per node, files in the object store);
@@ -11,20 +12,11 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from octotrain.abort_flags import AbortFlag
-from octotrain.catalog.models import ModelVersion
+from octotrain.admission import QueueState
+from octotrain.catalog.models import ModelVersion, Run
 from octotrain.planning import RunPlan
+from octotrain.run_files import RunFiles
 from octotrain.run_layout import RunLayout
-
-
-class AbortMarker(Protocol):
-    """Where a run's abort flag is raised (a stop, a node's failure) for every node to see."""
-
-    def raise_flag(self, flag: AbortFlag) -> None:
-        """Raise ``flag``; the first flag stays."""
-
-    def flag(self) -> AbortFlag | None:
-        """The flag, or None while the run goes on."""
 
 
 class Launcher(Protocol):
@@ -32,8 +24,12 @@ class Launcher(Protocol):
         """Where node 0 listens (``MASTER_ADDR``, ``MASTER_PORT``); raises ``InvalidInput``
         when the plan cannot run on this launcher (naming the field and why)."""
 
-    def abort_marker(self, layout: RunLayout) -> AbortMarker:
-        """The run's abort flag where this launcher's nodes look for it."""
+    def run_files(self, layout: RunLayout, *, live: bool = True) -> RunFiles:
+        """Where the run's files are, for its stages to write and read and for the pages to
+        read (``live``: the run has not ended yet)."""
+
+    def queue_state(self, run: Run) -> QueueState | None:
+        """The run's place in what admits its nodes (this machine's rule, or Kueue)."""
 
     def archive(self, plan: RunPlan, layout: RunLayout) -> ModelVersion:
         """The nodes' merged OUTPUT as the next version of the plan's repository, from where

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from octotrain.hang_detection import HungNode
+from octotrain.exit_reports import ExitReport
 from octotrain.supplemental_log import (
     MemoryExhaustion,
     NodeEnding,
@@ -42,7 +42,7 @@ class NodeEnd:
     last_memory_bytes: int | None = None
     stop_reason: str | None = None
     startup_timeout_seconds: int = 0
-    exit_report: dict[str, Any] = field(default_factory=dict)
+    exit_report: ExitReport = field(default_factory=ExitReport)
     init_log: str = ""
     # The run's time limits (octotrain.time_limits); None: none.
     max_wait_seconds: int | None = None
@@ -64,7 +64,7 @@ def diagnose(
     if end.stop_reason is not None:
         return explain(_ending(end, _train_exit_code(status)))
     if pod is None:
-        if end.exit_report.get("exit_status") is not None:  # the pod is gone: the wrapper's word
+        if end.exit_report.exit_status is not None:  # the pod is gone: the wrapper's word
             return explain(_ending(end, None))
         return SupplementalLog(
             f"{node} ended without a trace: its pod was never created or is gone"
@@ -84,15 +84,15 @@ def diagnose(
 def _ending(end: NodeEnd, train_exit_code: int | None, **facts: Any) -> NodeEnding:
     """The node's end from the pod's training container and the wrapper's report."""
     report = end.exit_report
-    code = train_exit_code if train_exit_code is not None else report.get("exit_status")
+    code = train_exit_code if train_exit_code is not None else report.exit_status
     return NodeEnding(
         end.node_index,
         exit_code=code,
         stop_reason=end.stop_reason,
-        start_error=report.get("start_error"),
-        killed_after_grace_seconds=report.get("killed_after_grace_seconds"),
-        time_limit=ReachedLimit.from_json(report.get("time_limit")),
-        hung=HungNode.from_json(report.get("hung")),
+        start_error=report.start_error,
+        killed_after_grace_seconds=report.killed_after_grace_seconds,
+        time_limit=report.reached_limit,
+        hung=report.hung_node,
         checkpoint_synced=end.checkpoint_synced,
         train_log_tail=end.train_log_tail,
         **facts,
@@ -128,7 +128,7 @@ def _terminated(node: str, status: dict[str, Any], end: NodeEnd) -> Supplemental
     phase = (phase + str(status.get("message", ""))).rstrip(": ")
     terminated = _train_terminated(status)
     if terminated is None:  # the API may lag behind the wrapper's report
-        reported = end.exit_report.get("exit_status") is not None
+        reported = end.exit_report.exit_status is not None
         return (explain(_ending(end, None)) if reported else None) or SupplementalLog(phase)
     code = int(terminated.get("exitCode", 0))
     reason = terminated.get("reason")

@@ -1,27 +1,21 @@
-"""Where one run's files are on the machine that runs it, and in the object store.
+"""Where one run's files are: ``RunObjects`` spells every file's key, once; a run folder on the
+machine that runs the nodes keeps the same keys as paths below it (``RunLayout.path``).
 
-Local folder of a run (``<runs_dir>/<task id>/<run key>/``)::
-
-    logs/                       the product's log files of every node (the environment contract)
-    nodes/<node index>/         MODEL, DATASET, MOUNTS, OUTPUT, METRICS, CHECKPOINT, the resource
-                                samples (resources.jsonl) and the wrapper's report of how the
-                                training ended (exit.json) of one node, its phase
-                                (phase.json) and progress samples (progress.jsonl)
-    outcomes/<node index>.json  how each node ended, written by its launch
-    ABORT                       raised when one node fails: every other node stops
-
-In the object store (``RunObjects``, spelled here only)::
+In the object store, and below the run folder (``<runs_dir>/<task id>/<run key>/``)::
 
     runs/<task id>/<run key>/
         stage.json              the stage plan the pods' init containers read (Kubernetes)
         logs/<file>             the product's log files of every node
         metrics/<node index>/   each node's METRICS
+        chart-index/<node>/<chart>.index
+                                each chart's index (octotrain/chart_series_index.py)
         resources/<node>.jsonl  each node's resource samples
         output/<node index>/    each node's OUTPUT, as its pod's sidecar uploaded it
         outputs/<node>.json     that upload's manifest
         exits/<node>.json       how the node's training ended (its wrapper's report)
         exits/<node>.hang.json  while the node's training looks hung, its wrapper's report
                                 (octotrain/hang_detection.py)
+        outcomes/<node>.json    how the node ended, as its launch recorded it (local launcher)
         phases/<node>.json      the node's phase (octotrain/node_progress.py)
         progress/<node>.jsonl   its training's progress samples
         checkpoints/<node>/<version>/<file>
@@ -29,7 +23,14 @@ In the object store (``RunObjects``, spelled here only)::
                                 (octotrain/checkpoints.py)
         checkpoints/<node>.json the node's latest checkpoint: which version of each file
         stops/<node>.json       why the node was stopped
-        ABORT.json              the run's abort flag (Kubernetes)
+        restarts/<n>.json       the run's restart number n, as the node that asked for it asked
+        restarts/notes/<node>.json
+                                how each earlier start of the node ended
+        ABORT.json              the run's abort flag
+
+The run folder has one more: ``nodes/<node index>/``, the node's working folders (``MODEL``,
+``DATASET``, ``MOUNTS``, ``OUTPUT``, ``CHECKPOINT``, ``CODE``), which are never uploaded as
+they are (``OUTPUT`` becomes a model version, ``CHECKPOINT`` is synced by versions).
 
 Model versions are under ``models/<project>/<repository>/``: ``runs/<run key>/`` archived by
 a run, ``<n>/`` imported.
@@ -37,13 +38,10 @@ a run, ``<n>/`` imported.
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from octotrain.contracts import NodeFolders, NodeLogNames
-from octotrain.node_progress import PHASE_FILE, PROGRESS_SAMPLES_FILE
 
 
 @dataclass(frozen=True)
@@ -125,6 +123,31 @@ class RunObjects:
         """The node's latest checkpoint (``octotrain.checkpoints.CheckpointManifest``)."""
         return f"{self.prefix}/checkpoints/{node_index}.json"
 
+    def chart_index(self, node_index: str, chart_name: str) -> str:
+        """The index of a node's chart (``octotrain.chart_series_index``): beside the run's
+        metrics, not among them (a sidecar's sync or a download of the metrics never meets
+        it)."""
+        return f"{self.prefix}/chart-index/{node_index}/{chart_name}.index"
+
+    def outcome(self, node_index: str) -> str:
+        """How the node ended, as its launch (or ``stage_data``, when no node could start)
+        recorded it (local launcher): ``collect_logs`` reads it after the node's task process
+        is gone."""
+        return f"{self.prefix}/outcomes/{node_index}.json"
+
+    @property
+    def restarts(self) -> str:
+        """The run's restarts (``octotrain.restarts``), one file each."""
+        return f"{self.prefix}/restarts"
+
+    def restart(self, attempt: int) -> str:
+        """Restart number ``attempt``: the first request of the number stands."""
+        return f"{self.restarts}/{attempt}.json"
+
+    def restart_notes(self, node_index: str) -> str:
+        """How each earlier start of the node ended, for its supplemental log."""
+        return f"{self.restarts}/notes/{node_index}.json"
+
     def stop_record(self, node_index: str) -> str:
         """Why the node was stopped (the first line of its supplemental log), kept apart: a
         node that ended by itself before the abort flag went up was not stopped."""
@@ -132,13 +155,17 @@ class RunObjects:
 
     @property
     def abort_flag(self) -> str:
-        """The run's abort flag (Kubernetes), raised by a stop or a node's failure: every node
+        """The run's abort flag, raised by a stop or a node's failure: every node
         watches it, since a distributed run cannot go on without one of its members."""
         return f"{self.prefix}/ABORT.json"
 
 
 @dataclass(frozen=True)
 class RunLayout:
+    """A run's folder on the machine that runs its nodes: every ``RunObjects`` key of the run
+    is the same path below it (``path``), so the folder is uploaded to the run's prefix as it
+    is, and the nodes' working folders beside them."""
+
     runs_dir: Path
     task_id: int
     run_key: str
@@ -149,73 +176,68 @@ class RunLayout:
         return self.runs_dir / str(self.task_id) / self.run_key
 
     @property
-    def logs_dir(self) -> Path:
-        """The product's log files of every node, written while the run runs."""
-        return self.run_dir / "logs"
+    def objects(self) -> RunObjects:
+        return RunObjects(self.task_id, self.run_key)
+
+    def path(self, key: str) -> Path:
+        """Where the run's file ``key`` is in the run folder: the one mapping of keys to paths."""
+        relative = key.removeprefix(f"{self.objects.prefix}/")
+        if relative == key or not relative:
+            raise ValueError(f"{key!r} is not a file of run {self.objects.prefix}")
+        return self.run_dir / relative
 
     @property
-    def outcomes_dir(self) -> Path:
-        """How each node ended (``<node index>.json``), written when it ends (by its launch, or
-        by ``stage_data`` when no node could start): ``collect_logs`` reads it after the node's
-        task process is gone."""
-        return self.run_dir / "outcomes"
+    def logs_dir(self) -> Path:
+        """The product's log files of every node, written while the run runs."""
+        return self.path(self.objects.logs)
+
+    @property
+    def nodes_dir(self) -> Path:
+        """The nodes' working folders: never uploaded as they are."""
+        return self.run_dir / "nodes"
 
     def node_folders(self, node_index: str) -> NodeFolders:
         """The node's contract folders (``MODEL``, ``DATASET`` …), one set per node so that
-        nodes on one machine never share an ``OUTPUT``."""
-        return NodeFolders.under(self.run_dir / "nodes" / node_index)
+        nodes on one machine never share an ``OUTPUT``; its ``METRICS`` at its key."""
+        folders = NodeFolders.under(self.nodes_dir / node_index)
+        return replace(folders, metrics=self.path(self.objects.metrics(node_index)))
+
+    def create_node_folders(self, node_index: str, *, with_model: bool) -> NodeFolders:
+        """Make the node's contract folders and the folders of the files its wrapper writes
+        (its resource samples, exit report, phase and progress), which are the run's keys."""
+        folders = self.node_folders(node_index)
+        folders.create(with_model=with_model)
+        for path in (self.resources_path(node_index), self.exit_path(node_index),
+                     self.phase_path(node_index), self.progress_path(node_index)):  # fmt: skip
+            path.parent.mkdir(parents=True, exist_ok=True)
+        return folders
 
     def resources_path(self, node_index: str) -> Path:
         """The node's resource samples (agent/resource_monitor.py)."""
-        return self.run_dir / "nodes" / node_index / "resources.jsonl"
+        return self.path(self.objects.resources(node_index))
 
     def exit_path(self, node_index: str) -> Path:
         """How the node's training ended, as its wrapper reported it (agent/run_training.py)."""
-        return self.run_dir / "nodes" / node_index / "exit.json"
+        return self.path(self.objects.exit_report(node_index))
 
     def phase_path(self, node_index: str) -> Path:
         """The node's phase (``octotrain.node_progress``)."""
-        return self.run_dir / "nodes" / node_index / PHASE_FILE
+        return self.path(self.objects.phase(node_index))
 
     def progress_path(self, node_index: str) -> Path:
         """Its training's progress samples, as its wrapper took them."""
-        return self.run_dir / "nodes" / node_index / PROGRESS_SAMPLES_FILE
+        return self.path(self.objects.progress(node_index))
 
     def log_names(self, node_index: str) -> NodeLogNames:
         return NodeLogNames(task_id=self.task_id, node_index=node_index)
 
     def log_path(self, name: str) -> Path:
         """One log file of one node (``NodeLogNames``)."""
-        return self.logs_dir / name
+        return self.path(self.objects.log(name))
 
     def cache_holder(self, node_index: str) -> str:
         """Who pins node-cache entries while the run uses them (``node_cache_holder``)."""
         return node_cache_holder(self.objects.prefix, node_index)
-
-    @property
-    def objects(self) -> RunObjects:
-        return RunObjects(self.task_id, self.run_key)
-
-    def write_outcome(self, node_index: str, outcome: dict[str, object]) -> None:
-        self.outcomes_dir.mkdir(parents=True, exist_ok=True)
-        partial = self.outcomes_dir / f".{node_index}.partial"
-        partial.write_text(json.dumps(outcome))
-        partial.replace(self.outcomes_dir / f"{node_index}.json")
-
-    def read_outcome(self, node_index: str) -> dict[str, object] | None:
-        try:
-            return json.loads((self.outcomes_dir / f"{node_index}.json").read_text())
-        except FileNotFoundError:
-            return None
-
-
-def recorded_layout(
-    runs_dir: Path, task_id: int, plan: dict[str, Any]
-) -> tuple[RunLayout, list[str]]:
-    """The layout and nodes of a run from the plan ``validate`` recorded for it; a run without
-    one yet has no nodes (so no files: nothing of it exists)."""
-    layout = RunLayout(runs_dir, task_id, str(plan.get("run_key", "none")))
-    return layout, [str(node) for node in plan.get("node_indices", [])]
 
 
 def node_cache_holder(run_prefix: str, node_index: str) -> str:

@@ -22,8 +22,6 @@ from airflow.sdk.exceptions import AirflowFailException
 from hooks.catalog import CatalogHook, default_catalog
 from hooks.launchers import configured_launcher
 from hooks.model_archive import ArchiveFailed, NoModelWritten
-from hooks.object_store import default_object_store
-from hooks.run_files import write_text
 from octotrain.catalog.models import ModelVersion, Run, RunState
 from octotrain.contracts import NodeLogNames
 from octotrain.planning import RunPlan
@@ -76,8 +74,8 @@ def _succeeded_without_model(catalog: CatalogHook, plan: RunPlan) -> dict[str, A
 
 
 def _explain_on_node_0(plan: RunPlan, layout: RunLayout, error: str) -> None:
-    """Node 0's supplemental log says why the run failed although its nodes succeeded: in the
-    run folder, where the local launcher's logs are read while it exists, and in the store."""
+    """Node 0's supplemental log says why the run failed although its nodes succeeded, where
+    the run's files are read now that it has ended."""
     node = plan.node_indices[0]
     log = SupplementalLog(
         f"node {node} ended well, but the run has no model: {error}, and the task requires one",
@@ -87,9 +85,8 @@ def _explain_on_node_0(plan: RunPlan, layout: RunLayout, error: str) -> None:
         ),
     ).render()
     name = NodeLogNames(task_id=plan.task_id, node_index=node).supplemental
-    if layout.logs_dir.is_dir():
-        layout.log_path(name).write_text(log, encoding="utf-8")
-    write_text(default_object_store(), plan.objects.log(name), log)
+    files = configured_launcher().run_files(layout, live=False)
+    files.write(plan.objects.log(name), log.encode("utf-8"))
 
 
 def _record_failure(catalog: CatalogHook, plan: RunPlan, message: str) -> None:

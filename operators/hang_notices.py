@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from hooks.catalog import default_catalog
-from hooks.object_store import default_object_store
-from hooks.run_files import read_json
+from hooks.pod_launcher import pod_run_files
 from octotrain.hang_detection import HungNode
 from octotrain.planning import RunPlan
+from octotrain.run_files import read_json
 from octotrain.run_layout import RunObjects
 from octotrain.run_lifecycle import note_active_run
 
@@ -71,10 +71,11 @@ def pod_hang_notices(
 ) -> HangNotices:
     """The notices of a pod's node, from its hang report as its sidecar keeps it in the
     store."""
-    key = RunObjects.from_prefix(run_prefix).hang_report(node_index)
+    files = pod_run_files(RunObjects.from_prefix(run_prefix))
+    key = files.objects.hang_report(node_index)
 
     def read() -> HungNode | None:
-        return HungNode.from_json(read_json(default_object_store(), key))
+        return HungNode.from_json(read_json(files, key))
 
     return HangNotices(node_index=node_index, catalog_run_id=catalog_run_id, read=read, log=log)
 

@@ -26,18 +26,13 @@ from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from hooks import local_admission
-from hooks.checkpoint_sync import BackgroundCheckpointSync, CheckpointSync, store_has
-from hooks.local_process import (
-    AGENT_DIR,
-    LocalNodeProcess,
-    NodeOutcome,
-    NodeStartFailed,
-    RunAbortMarker,
-)
+from hooks.checkpoint_sync import BackgroundCheckpointSync, CheckpointSync, left_checkpoint
+from hooks.local_process import AGENT_DIR, LocalNodeProcess, NodeOutcome, NodeStartFailed
 from hooks.node_confinement import Confinement, confine_node
 from hooks.object_store import default_object_store
-from hooks.run_progress import phase_file_sink, record_phase
-from hooks.run_restarts import LocalRunRestarts
+from hooks.run_abort import RunAbortMarker
+from hooks.run_progress import phase_sink, record_phase
+from hooks.run_restarts import RunRestarts
 from octotrain.abort_flags import AbortFlag
 from octotrain.contracts import NodeFolders, parameter_arguments, training_environment
 from octotrain.failure_classes import FailureClass, local_end_class
@@ -46,6 +41,7 @@ from octotrain.metrics_meta import meta_report
 from octotrain.node_progress import Phase, wrapper_arguments
 from octotrain.planning import RunPlan
 from octotrain.restarts import RunRestart, restart_due, what_was_done
+from octotrain.run_files import RunFiles
 from octotrain.run_layout import RunLayout
 from octotrain.secrets import masked_text
 from octotrain.settings import get_settings
@@ -72,6 +68,7 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
         self.node_index = node_index
         self._process: LocalNodeProcess | None = None
         self._layout: RunLayout | None = None
+        self._files: RunFiles | None = None
         self._confinement: Confinement | None = None
         self._plan: RunPlan | None = None  # for usage: the node's hold is the run's
         self._stopped_by_airflow: AbortFlag | None = None
@@ -84,7 +81,8 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
         layout = self._layout = self.layout(plan)
         settings = get_settings()
         names = layout.log_names(self.node_index)
-        abort = RunAbortMarker(layout.run_dir)
+        files = self._files = self.run_files(plan)
+        abort = RunAbortMarker(files)
         already = abort.flag()
         if already is not None:
             reason = already.why_stopped(self.node_index, started=False)
@@ -92,8 +90,7 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
             return self._finish(layout, ending, stopped_by=already)
         if plan.catalog_run_id and not local_admission.may_go_on(plan.catalog_run_id):
             self._wait_for_admission(plan)
-        folders = layout.node_folders(self.node_index)
-        folders.create(with_model=bool(plan.input_models))
+        folders = layout.create_node_folders(self.node_index, with_model=bool(plan.input_models))
         command = [*plan.command, *parameter_arguments(plan.parameters)]
         path = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
         self._confinement = self._confine(plan, layout, command, path)
@@ -131,7 +128,7 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
                 progress_file=str(layout.progress_path(self.node_index)),
             ),
         )
-        restarts = LocalRunRestarts(layout.run_dir)
+        restarts = RunRestarts(files)
         attempt = 0
         while True:  # once, and again for each restart of the run (octotrain.restarts)
             self._process = new_process()
@@ -160,6 +157,12 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
                 return self._finish(layout, ending, stopped_by=stopped_by, failure=done)
             self._record_restart(plan, layout, ending, restart, outcome, stopped_by=stopped_by)
             attempt = restart.attempt
+
+    @property
+    def _run_files(self) -> RunFiles:
+        """The run's files, known once ``execute`` has begun."""
+        assert self._files is not None
+        return self._files
 
     def execute_admitted(self, context: Context, event: dict[str, Any] | None = None) -> int:
         """The run was admitted (or ended) while this task was deferred: start over."""
@@ -238,7 +241,7 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
         plan: RunPlan,
         layout: RunLayout,
         outcome: NodeOutcome,
-        restarts: LocalRunRestarts,
+        restarts: RunRestarts,
         attempt: int,
         stopped_by: AbortFlag | None,
     ) -> RunRestart | None:
@@ -288,7 +291,7 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
                 ),
             )
             lines = (done,)
-        reason = record_ending(layout, ending, details=(*self._earlier, *lines))
+        reason = record_ending(self._run_files, ending, details=(*self._earlier, *lines))
         self._earlier.append(f"start {restart.attempt} of the node: {reason}; {done}")
         with layout.log_path(layout.log_names(self.node_index).sidecar).open("a") as log:
             log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} {done}\n")
@@ -373,9 +376,7 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
             hung=outcome.hung,
             train_log_tail=self._masked(tail),
             checkpoint_synced=self._plan is not None
-            and store_has(
-                default_object_store(), self._plan.objects.checkpoint_manifest(self.node_index)
-            ),
+            and left_checkpoint(default_object_store(), self._plan.objects, [self.node_index]),
         )
 
     def _masked(self, text: str) -> str:
@@ -403,19 +404,19 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
         if self._plan is not None:
             record_node_release(self._plan, self.node_index)
             _settle_admissions()  # this node's room may admit a waiting run
-        record_phase(phase_file_sink(layout.phase_path(self.node_index)), Phase.DONE)
+        record_phase(phase_sink(self._run_files, self.node_index), Phase.DONE)
         report = meta_report(layout.node_folders(self.node_index).metrics)
         if report:
             with layout.log_path(layout.log_names(self.node_index).sidecar).open("a") as log:
                 log.write("".join(f"{line}\n" for line in report))
         done = (failure,) if failure else ()
-        reason = record_ending(layout, ending, details=(*self._earlier, *done))
+        reason = record_ending(self._run_files, ending, details=(*self._earlier, *done))
         if reason is None:
             self.log.info("node %s finished successfully", self.node_index)
             return 0
         if ending.stop_reason is None:
             failure = reason.removeprefix(f"node {self.node_index} ")
-            RunAbortMarker(layout.run_dir).raise_flag(
+            RunAbortMarker(self._run_files).raise_flag(
                 AbortFlag.node_failed(self.node_index, failure)
             )
         elif stopped_by is not None and stopped_by.by_user:
@@ -430,20 +431,20 @@ class LaunchLocalNodeOperator(TrainingStageOperator):
         is doing. Called in a signal handler while ``execute`` waits for the node: that wait
         sees the flag and the node's end, and records it. Called after a timeout interrupted
         ``execute``: nobody else will, so this waits for the node's end and records it."""
-        if self._process is None or self._layout is None:
+        if self._process is None or self._layout is None or self._files is None:
             return
         flag = AbortFlag.stopped_by_airflow(self.node_index)
         self._stopped_by_airflow = flag
-        RunAbortMarker(self._layout.run_dir).raise_flag(flag)
+        RunAbortMarker(self._files).raise_flag(flag)
         stop_reason = flag.why_stopped(self.node_index)
-        record_ending(self._layout, NodeEnding(self.node_index, stop_reason=stop_reason))
+        record_ending(self._files, NodeEnding(self.node_index, stop_reason=stop_reason))
         self._process.terminate()
         if self._watching:
             return
         self._process.stop()
-        outcome = self._process.wait(RunAbortMarker(self._layout.run_dir))
+        outcome = self._process.wait(RunAbortMarker(self._files))
         ending = self._ending(self._layout, outcome, stopped_by=outcome.stopped_by or flag)
-        record_ending(self._layout, ending)
+        record_ending(self._files, ending)
         if self._confinement is not None:
             self._confinement.release()
         if self._plan is not None:

@@ -55,10 +55,9 @@ from kubernetes.client import models as k8s
 from kubernetes.client.exceptions import ApiException
 
 from hooks.kubernetes_runs import KubernetesRuns
-from hooks.object_store import default_object_store
-from hooks.run_abort import AbortWatcher, StoreAbortMarker
-from hooks.run_files import read_text
-from hooks.run_restarts import RestartWatcher, StoreRunRestarts
+from hooks.pod_launcher import pod_run_files
+from hooks.run_abort import AbortWatcher, RunAbortMarker
+from hooks.run_restarts import RestartWatcher, RunRestarts
 from octotrain.abort_flags import AbortFlag
 from octotrain.contracts import NodeLogNames
 from octotrain.failure_classes import FailureClass, pod_end_class, pod_loss
@@ -73,6 +72,7 @@ from octotrain.pods import (
     pod_group_name,
 )
 from octotrain.restarts import MAX_RUN_RESTARTS, RunRestart, restart_due, what_was_done
+from octotrain.run_files import read_text
 from octotrain.run_layout import RunObjects
 from octotrain.settings import get_settings
 from octotrain.supplemental_log import staging_error_in
@@ -134,7 +134,7 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         self.node_index = node_index
         self._start = 0  # the run's restart that this node's pod belongs to
         self._pod_name = ""  # the node's pod, once created or found (it may then be gone)
-        self._restarts: StoreRunRestarts | None = None
+        self._restarts: RunRestarts | None = None
         self._max_restarts = 0
         self._objects: RunObjects | None = None
 
@@ -260,7 +260,7 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         assert isinstance(trigger, KubernetesPodTrigger), trigger
         watching = NodePodTrigger.around(
             trigger,
-            run_prefix=self._abort.prefix,
+            run_prefix=self._abort.objects.prefix,
             node_index=self.node_index,
             abort_check_seconds=kubernetes_config().abort_check_seconds,
             grace_seconds=self._grace_seconds,
@@ -336,16 +336,16 @@ class LaunchNodePodOperator(KubernetesPodOperator):
                              ended_at=span[1])  # fmt: skip
         super().cleanup(pod, remote_pod, xcom_result=xcom_result, context=context)
 
-    def _abort_marker(self, context: Context) -> StoreAbortMarker:
+    def _abort_marker(self, context: Context) -> RunAbortMarker:
         """The run's abort flag, kept for ``defer`` and ``on_kill`` (and its hang watch, for
         the watcher of the flag)."""
         plan = self._plan(context)
-        self._abort = StoreAbortMarker(default_object_store(), plan.objects.prefix)
+        self._abort = RunAbortMarker(pod_run_files(plan.objects))
         self._hangs = PodHangWatch.of(plan)
         return self._abort
 
     @contextmanager
-    def _failure_raises_the_flag(self, abort: StoreAbortMarker) -> Iterator[None]:
+    def _failure_raises_the_flag(self, abort: RunAbortMarker) -> Iterator[None]:
         """A node that fails ends the run: it raises the abort flag, unless the flag was up
         already (then this node was stopped: it says by whom or by what). Either way the training
         is not tried again."""
@@ -368,12 +368,12 @@ class LaunchNodePodOperator(KubernetesPodOperator):
                 summary = f"stopped: {flag.text()}"
             raise AirflowFailException(f"node {self.node_index}: {summary}") from error
 
-    def _restart_book(self, context: Context) -> StoreRunRestarts:
+    def _restart_book(self, context: Context) -> RunRestarts:
         """The run's restarts, and how many the task allows (kept for ``defer`` and the
         synchronous watcher)."""
         plan = self._plan(context)
         self._max_restarts, self._objects = plan.max_node_restarts, plan.objects
-        self._restarts = StoreRunRestarts(default_object_store(), plan.objects.prefix)
+        self._restarts = RunRestarts(pod_run_files(plan.objects))
         return self._restarts
 
     @property
@@ -457,7 +457,7 @@ class LaunchNodePodOperator(KubernetesPodOperator):
         """Why the node's data preparation failed, as its init log in the store says."""
         assert self._restarts is not None and self._objects is not None
         names = NodeLogNames(task_id=self._objects.task_id, node_index=self.node_index)
-        init_log = read_text(self._restarts.store, self._objects.log(names.init))
+        init_log = read_text(self._restarts.files, self._objects.log(names.init))
         return staging_error_in(init_log or "")
 
     def _start_again(self, context: Context, restart: RunRestart) -> Any:

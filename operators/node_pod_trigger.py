@@ -45,9 +45,9 @@ from kubernetes_asyncio.client import CustomObjectsApi
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from hooks.kueue_workloads import never_admitted
-from hooks.object_store import default_object_store
-from hooks.run_abort import StoreAbortMarker
-from hooks.run_restarts import StoreRunRestarts
+from hooks.pod_launcher import pod_run_files
+from hooks.run_abort import RunAbortMarker
+from hooks.run_restarts import RunRestarts
 from octotrain.abort_flags import AbortFlag
 from octotrain.left_behind_pods import (
     LEFT_BEHIND_CHECK_SECONDS,
@@ -56,6 +56,7 @@ from octotrain.left_behind_pods import (
 )
 from octotrain.pods import KUEUE_API_GROUP, KUEUE_GROUP, KUEUE_VERSION
 from octotrain.restarts import RunRestart
+from octotrain.run_layout import RunObjects
 from operators.hang_notices import HangNotices, pod_hang_notices
 
 # The status of the event fired when the abort flag stopped the node.
@@ -173,12 +174,12 @@ class NodePodTrigger(BaseTrigger):
         return trigger
 
     @cached_property
-    def abort(self) -> StoreAbortMarker:
-        return StoreAbortMarker(default_object_store(), self.run_prefix)
+    def abort(self) -> RunAbortMarker:
+        return RunAbortMarker(pod_run_files(RunObjects.from_prefix(self.run_prefix)))
 
     @cached_property
-    def restarts(self) -> StoreRunRestarts:
-        return StoreRunRestarts(default_object_store(), self.run_prefix)
+    def restarts(self) -> RunRestarts:
+        return RunRestarts(pod_run_files(RunObjects.from_prefix(self.run_prefix)))
 
     @cached_property
     def hang_notices(self) -> HangNotices:

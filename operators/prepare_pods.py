@@ -17,10 +17,7 @@ happens).
 
 from __future__ import annotations
 
-import json
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 from airflow.sdk import Context
@@ -35,8 +32,7 @@ from hooks.kubernetes_access import (
 )
 from hooks.kubernetes_runs import HTTP_NOT_FOUND, KubernetesRuns
 from hooks.kueue_quota import run_requests
-from hooks.object_store import default_object_store
-from hooks.pod_node import stage_plan
+from hooks.pod_launcher import pod_run_files
 from octotrain.contracts import NodeLogNames
 from octotrain.input_sources import current_sources
 from octotrain.kubernetes_config import kubernetes_config
@@ -55,7 +51,7 @@ from octotrain.pods import (
 )
 from octotrain.run_layout import RunObjects
 from octotrain.settings import get_settings
-from octotrain.storage import ObjectStore
+from octotrain.stage_plans import StagePlan
 from operators.pod_settings import pod_settings
 from operators.training_stage import TrainingStageOperator, with_real_secrets
 
@@ -85,7 +81,6 @@ class PreparePodsOperator(TrainingStageOperator):
                                   asked=run_requests(pods))  # fmt: skip
         except LauncherAccessError as error:
             raise AirflowFailException(str(error)) from None
-        store = default_object_store()
         objects = plan.objects
         with default_catalog().session() as session:
             data, gone_data = current_sources(session, plan.data_inputs)
@@ -95,14 +90,11 @@ class PreparePodsOperator(TrainingStageOperator):
         gone = gone_data + gone_models + gone_mounts + gone_code
         if gone:
             for node_index in plan.node_indices:
-                _write_init_log(store, objects, node_index, gone)
+                _write_init_log(objects, node_index, gone)
             raise AirflowFailException("staging failed: " + "; ".join(gone))
-        with tempfile.TemporaryDirectory(prefix="octotrain-stage-plan-") as scratch:
-            path = Path(scratch) / "stage.json"
-            document = stage_plan(data, models, checkpoint_sources=plan.checkpoint_sources,
+        stage_plan = StagePlan.of(data, models, checkpoint_sources=plan.checkpoint_sources,
                                   code=code[0] if code else None)  # fmt: skip
-            path.write_text(json.dumps(document))
-            store.put_file(objects.stage_plan, path)
+        pod_run_files(objects).write(objects.stage_plan, stage_plan.model_dump_json().encode())
         policy = run_network_policy(plan, settings.kubernetes_namespace, config)
         runs.ensure_network_policy(policy)
         self.log.info("network policy %s", policy["metadata"]["name"])
@@ -138,12 +130,8 @@ def make_pod_group(runs: KubernetesRuns, group: dict[str, Any]) -> None:
         ) from None
 
 
-def _write_init_log(
-    store: ObjectStore, objects: RunObjects, node_index: str, problems: list[str]
-) -> None:
+def _write_init_log(objects: RunObjects, node_index: str, problems: list[str]) -> None:
     name = NodeLogNames(task_id=objects.task_id, node_index=node_index).init
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    with tempfile.TemporaryDirectory(prefix="octotrain-init-log-") as scratch:
-        path = Path(scratch) / name
-        path.write_text("".join(f"{stamp} ERROR {problem}\n" for problem in problems))
-        store.put_file(objects.log(name), path)
+    text = "".join(f"{stamp} ERROR {problem}\n" for problem in problems)
+    pod_run_files(objects).write(objects.log(name), text.encode("utf-8"))

@@ -23,15 +23,16 @@ from airflow.sdk.exceptions import AirflowFailException
 from hooks import local_admission
 from hooks.catalog import default_catalog
 from hooks.checkpoint_sync import restore_checkpoint
-from hooks.local_process import RunAbortMarker
 from hooks.mounts import MountUnavailable, expose_mount
 from hooks.node_cache import DiskTooSmall, NodeCache
 from hooks.object_store import default_object_store
-from hooks.run_progress import StagingPhase, phase_file_sink
+from hooks.run_abort import RunAbortMarker
+from hooks.run_progress import StagingPhase, phase_sink
 from hooks.staging import BytesDone, stage_inputs
 from octotrain.abort_flags import AbortFlag
 from octotrain.input_sources import StageSource, current_sources
 from octotrain.planning import RunPlan
+from octotrain.run_files import RunFiles
 from octotrain.run_layout import RunLayout
 from octotrain.settings import get_settings
 from octotrain.storage import ObjectStore, ObjectStoreError
@@ -48,7 +49,7 @@ class StageDataOperator(TrainingStageOperator):
 
     def execute(self, context: Context) -> None:
         plan = self.run_plan(context)
-        layout = self.layout(plan)
+        layout, files = self.layout(plan), self.run_files(plan)
         layout.logs_dir.mkdir(parents=True, exist_ok=True)
         for node_index in plan.node_indices:
             for name in layout.log_names(node_index).always():
@@ -72,7 +73,7 @@ class StageDataOperator(TrainingStageOperator):
                 if gone:
                     failures[node_index] = "; ".join(gone)
                     continue
-                staging = StagingPhase(phase_file_sink(layout.phase_path(node_index)))
+                staging = StagingPhase(phase_sink(files, node_index))
                 try:
                     stage_one_node(
                         store, cache, plan, layout, node_index, (data, models, mounts),
@@ -84,7 +85,7 @@ class StageDataOperator(TrainingStageOperator):
                     note(f"ERROR staging failed: {error}")
                     failures[node_index] = str(error)
         if failures:
-            _record_staging_failures(layout, plan.node_indices, failures)
+            _record_staging_failures(files, plan.node_indices, failures)
             raise AirflowFailException(
                 "staging failed: " + "; ".join(f"{node}: {why}" for node, why in failures.items())
             )
@@ -92,21 +93,21 @@ class StageDataOperator(TrainingStageOperator):
 
 
 def _record_staging_failures(
-    layout: RunLayout, node_indices: list[str], failures: dict[str, str]
+    files: RunFiles, node_indices: list[str], failures: dict[str, str]
 ) -> None:
     """No node starts: each says why in its supplemental log, the first failure in the run's
     abort flag (so that the run's message leads with it)."""
     first = next(iter(failures))
     why = f"did not start: staging failed because {failures[first]}"
     flag = AbortFlag.node_failed(first, why)
-    RunAbortMarker(layout.run_dir).raise_flag(flag)
+    RunAbortMarker(files).raise_flag(flag)
     for node_index in node_indices:
         if node_index in failures:
             ending = NodeEnding(node_index, staging_error=failures[node_index])
         else:
             reason = flag.why_stopped(node_index, started=False)
             ending = NodeEnding(node_index, stop_reason=reason)
-        record_ending(layout, ending)
+        record_ending(files, ending)
 
 
 def stage_one_node(

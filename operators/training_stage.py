@@ -12,8 +12,10 @@ from airflow.sdk.exceptions import AirflowSkipException
 from airflow.sdk.log import mask_secret
 
 from hooks.catalog import default_catalog
+from hooks.launchers import configured_launcher
 from octotrain.contracts import dag_id_for
 from octotrain.planning import RunPlan
+from octotrain.run_files import RunFiles
 from octotrain.run_layout import RunLayout
 from octotrain.run_lifecycle import run_secrets
 from octotrain.settings import get_settings
@@ -45,6 +47,12 @@ class TrainingStageOperator(BaseOperator):
         return RunLayout(
             runs_dir=get_settings().runs_dir, task_id=plan.task_id, run_key=plan.run_key
         )
+
+    @classmethod
+    def run_files(cls, plan: RunPlan, *, live: bool = True) -> RunFiles:
+        """Where the run's files are, as the configured launcher says: ``live`` while its
+        nodes may still write them (after ``collect_logs``, not)."""
+        return configured_launcher().run_files(cls.layout(plan), live=live)
 
 
 def with_real_secrets(plan: RunPlan) -> RunPlan:

@@ -19,13 +19,14 @@ from hooks.airflow_rest import AirflowRestClient
 from hooks.catalog import CatalogHook
 from hooks.checkpoint_sync import CheckpointSync
 from hooks.local_admission import machine_capacity
-from hooks.local_process import RunAbortMarker
 from hooks.local_store import LocalFolderStore
+from hooks.run_abort import RunAbortMarker
+from hooks.run_files import FolderRunFiles
 from octotrain.admission import Demand
 from octotrain.catalog.admissions import request_admission, settle_admissions
 from octotrain.catalog.models import Run, RunState, TrainingTask
 from octotrain.planning import run_key
-from octotrain.run_layout import RunObjects
+from octotrain.run_layout import RunLayout, RunObjects
 from octotrain.settings import get_settings
 from tests.cli.conftest import Cli
 from tests.live_airflow import HTTP_SECONDS, LiveAirflow, demo_airflow
@@ -334,7 +335,9 @@ def test_stop_raises_the_active_runs_flag_and_refuses_an_ended_run(
     # No Airflow to reach here: the run stops all the same, and the user is told.
     assert stopped["noted_in_airflow"] is False
     assert "warning: stopping, but Airflow's run has no note saying so" in result.stderr
-    flag = RunAbortMarker(octotrain_env / "runs" / "1" / run_key("manual__2")).flag()
+    flag = RunAbortMarker(
+        FolderRunFiles(RunLayout(octotrain_env / "runs", 1, run_key("manual__2")))
+    ).flag()
     assert flag is not None and flag.stopped
     with catalog.session() as session:
         session.scalars(

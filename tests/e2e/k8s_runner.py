@@ -32,7 +32,6 @@ from sqlalchemy import select
 
 from hooks.catalog import default_catalog
 from hooks.object_store import default_object_store
-from hooks.run_files import read_text
 from octotrain.catalog.access import Scope
 from octotrain.catalog.models import Run, RunState, TrainingTask
 from octotrain.catalog.named_objects import Algorithms, ResourceSpecs
@@ -47,6 +46,7 @@ from operators.launch_pod import LaunchNodePodOperator
 from operators.prepare_pods import PreparePodsOperator
 from tests.e2e.dag_test_runner import run, stop_through_octotrain
 from tests.factories import add_command_algorithm, add_task, seed
+from tests.stored_run_files import stored_text
 
 ADMIN = Scope.administrator("k8s-e2e")
 # Node 0 fails at once; node 1 trains for 3 s and succeeds, unless it is stopped first.
@@ -303,7 +303,7 @@ def stop_when_training(task_id: int, by: str) -> threading.Thread:
     def trained(run: Run) -> bool:
         store, prefix = default_object_store(), f"runs/{task_id}/{run_key(run.airflow_run_id)}"
         for node in (run.plan or {}).get("node_indices", []):
-            log = read_text(
+            log = stored_text(
                 store, f"{prefix}/logs/{NodeLogNames(task_id=task_id, node_index=node).train}"
             )
             if log and "epoch" in log:

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from hooks.checkpoint_sync import read_manifest
-from hooks.run_files import read_json
 from octotrain.exit_codes import HUNG_EXIT_STATUS
 from octotrain.run_layout import RunObjects
 from tests.e2e.dag_test_runner import task_logs
 from tests.e2e.test_kubernetes_run import Cluster, cluster, names, reason, results_of, stored
+from tests.stored_run_files import stored_json
 
 __all__ = ["cluster"]  # the module's control plane (or real cluster), as the other scenarios use
 
@@ -67,7 +67,7 @@ def test_a_silent_node_is_stopped_as_hung_and_fails_the_run_saying_so(
     assert "stopping the hung training (stop_when_hung)" in sidecar
     assert "failure class hung: not retried" in stored(cluster, hung, log.supplemental)
     objects = RunObjects(hung["task_id"], hung["run"]["run_key"])
-    report = read_json(cluster.store, objects.exit_report(NODE)) or {}
+    report = stored_json(cluster.store, objects.exit_report(NODE)) or {}
     assert report["exit_status"] == 0 and report["hung"]["hang_after_seconds"] == 2, report
     manifest = read_manifest(cluster.store, objects, NODE)
     assert manifest is not None and list(manifest.files) == ["last.pt"]

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from hooks.object_store import object_store_from_url
+from hooks.run_files import StoreRunFiles
 from hooks.run_progress import RunPhases
 from octotrain.contracts import NodeLogNames
 from octotrain.node_progress import Phase, parse_phase, parse_samples
@@ -124,6 +125,7 @@ def test_demo_run_succeeds_with_logs_metrics_and_a_model_version(
     assert demo["run"]["lineage_inputs"] == ["dataset"]  # house-prices v1, relationally
 
     folder = run_folder(root, demo)
+    layout = RunLayout(root / "state" / "runs", demo["task_id"], folder.name)
     store = object_store(backend)
     staged: dict[str, bool] = {}
     for node_index in ("distributed-0", "distributed-1"):
@@ -140,15 +142,15 @@ def test_demo_run_succeeds_with_logs_metrics_and_a_model_version(
         assert "staged linear-regression-numpy v1: " in init  # its code, run from CODE
         staged[node_index] = "reused the verified copy in the node cache" in init
         assert "exited with status 0" in (folder / "logs" / names.sidecar).read_text()
-        metrics = folder / "nodes" / node_index / "metrics"
+        metrics = layout.node_folders(node_index).metrics
         meta = json.loads((metrics / "metrics.json").read_text())
         assert [m["name"] for m in meta["metas"]] == ["loss", "fit"]
         fit = [json.loads(line) for line in (metrics / "fit.jsonl").read_text().splitlines()]
         assert len(fit) == 60 and set(fit[0]) == {"epoch", "mse", "r2"}
         # its phases and progress: the wrapper sampled the declared chart's x against its total
-        phase = parse_phase((folder / "nodes" / node_index / "phase.json").read_text())
+        phase = parse_phase(layout.phase_path(node_index).read_text())
         assert phase is not None and phase.phase is Phase.DONE
-        progress = parse_samples((folder / "nodes" / node_index / "progress.jsonl").read_text())
+        progress = parse_samples(layout.progress_path(node_index).read_text())
         assert (progress[-1].current, progress[-1].total) == (60.0, 60.0)
 
     # The nodes share this machine's node cache: one downloads, the other reuses its copy.
@@ -160,8 +162,8 @@ def test_demo_run_succeeds_with_logs_metrics_and_a_model_version(
         "rank-1/weights.npz",
     ]
     assert store.list("staging") == []
-    layout = RunLayout(root / "state" / "runs", demo["task_id"], folder.name)
-    shown = RunPhases(layout, store, ["distributed-0", "distributed-1"])
+    # after the run, from the store (where collect_logs put the run folder's files)
+    shown = RunPhases(StoreRunFiles(store, layout.objects), ["distributed-0", "distributed-1"])
     ended = shown.progress(run_active=False, now=time.time())
     assert (ended.phase, ended.percent, ended.eta_seconds) == (Phase.DONE, 100.0, None)
 

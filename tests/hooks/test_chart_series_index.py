@@ -13,10 +13,10 @@ import pytest
 
 from hooks.chart_series_index import ChartFile, index_node_charts, refreshed
 from hooks.object_store import object_store_from_url, upload_folder
-from octotrain.chart_series_index import index_key
+from hooks.run_files import FolderRunFiles, StoreRunFiles
 from octotrain.metrics_meta import ChartMeta
 from octotrain.metrics_series import TAIL_BYTES, ChartColumns
-from octotrain.run_layout import RunObjects
+from octotrain.run_layout import RunLayout, RunObjects
 from octotrain.storage import ObjectStore, ObjectStoreUnavailable
 
 OBJECTS = RunObjects(7, "manual__1-abc")
@@ -55,9 +55,14 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> ObjectStore:
     return store
 
 
+def layout_of(tmp_path: Path) -> RunLayout:
+    return RunLayout(tmp_path / "runs", OBJECTS.task_id, OBJECTS.run_key)
+
+
 def metrics_folder(tmp_path: Path, loss: bytes) -> Path:
-    folder = tmp_path / "metrics"
-    folder.mkdir(exist_ok=True)
+    """Node single-0's METRICS in the run folder."""
+    folder = layout_of(tmp_path).node_folders("single-0").metrics
+    folder.mkdir(parents=True, exist_ok=True)
     (folder / "metrics.json").write_text(json.dumps(META))
     (folder / "loss.jsonl").write_bytes(loss)
     return folder
@@ -69,8 +74,8 @@ def data_key(name: str) -> str:
 
 def read(store: ObjectStore, *, reindex_bytes: int = 1 << 40) -> ChartColumns:
     """The chart as a process that has read nothing of it yet reads it from the store."""
-    file = ChartFile(store, data_key("loss"))
-    key = index_key(OBJECTS, "single-0", "loss")
+    file = ChartFile(StoreRunFiles(store, OBJECTS), data_key("loss"))
+    key = OBJECTS.chart_index("single-0", "loss")
     return refreshed(
         file, LOSS, store=store, key=key, known=None, reindex_bytes=reindex_bytes
     ).columns
@@ -83,13 +88,9 @@ def test_collected_charts_are_read_from_their_index(
     torn = b'{"step": 5000, "lo'
     folder = metrics_folder(tmp_path, lines(0, 5000) + torn)
     upload_folder(store, folder, OBJECTS.metrics("single-0"))
-    written = index_node_charts(
-        store,
-        OBJECTS,
-        "single-0",
-        folder=folder if from_folder else None,
-    )
-    assert written == [index_key(OBJECTS, "single-0", "loss")]  # "acc" has no data file
+    files = FolderRunFiles(layout_of(tmp_path)) if from_folder else StoreRunFiles(store, OBJECTS)
+    written = index_node_charts(store, files, "single-0")
+    assert written == [OBJECTS.chart_index("single-0", "loss")]  # "acc" has no data file
     bytes_read.clear()
     columns = read(store)
     assert columns.count == 5000 and columns.lines["loss"][1] == 0.5
@@ -100,7 +101,7 @@ def test_a_grown_file_is_parsed_past_its_index_and_a_rewritten_one_again(
     store: ObjectStore, tmp_path: Path
 ) -> None:
     folder = metrics_folder(tmp_path, lines(0, 5000))
-    index_node_charts(store, OBJECTS, "single-0", folder=folder)
+    index_node_charts(store, FolderRunFiles(layout_of(tmp_path)), "single-0")
     (folder / "loss.jsonl").write_bytes(lines(0, 6000))
     upload_folder(store, folder, OBJECTS.metrics("single-0"))
     bytes_read.clear()
@@ -116,10 +117,10 @@ def test_a_grown_file_is_parsed_past_its_index_and_a_rewritten_one_again(
 def test_an_index_of_another_declaration_is_not_used(store: ObjectStore, tmp_path: Path) -> None:
     folder = metrics_folder(tmp_path, lines(0, 100))
     upload_folder(store, folder, OBJECTS.metrics("single-0"))
-    index_node_charts(store, OBJECTS, "single-0")
+    index_node_charts(store, StoreRunFiles(store, OBJECTS), "single-0")
     by_loss = ChartMeta("loss", "loss", ["step"], [], "l")  # the meta file was changed since
-    file = ChartFile(store, data_key("loss"))
-    key = index_key(OBJECTS, "single-0", "loss")
+    file = ChartFile(StoreRunFiles(store, OBJECTS), data_key("loss"))
+    key = OBJECTS.chart_index("single-0", "loss")
     columns = refreshed(file, by_loss, store=store, key=key, known=None, reindex_bytes=1).columns
     assert list(columns.x[:2]) == [1.0, 0.5] and list(columns.lines["step"][:2]) == [0.0, 1.0]
 
@@ -138,14 +139,14 @@ def test_a_store_that_cannot_take_the_index_is_logged(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     store = object_store_from_url(f"file://{tmp_path / 'o'}")
-    folder = metrics_folder(tmp_path, lines(0, 10))
+    metrics_folder(tmp_path, lines(0, 10))
 
     def refused(key: str, source: Path) -> None:
         raise ObjectStoreUnavailable(f"cannot upload {key}")
 
     store.put_file = refused  # type: ignore[method-assign]
     with caplog.at_level(logging.WARNING):
-        assert index_node_charts(store, OBJECTS, "single-0", folder=folder) == []
+        assert index_node_charts(store, FolderRunFiles(layout_of(tmp_path)), "single-0") == []
     assert (
         "cannot write the chart index runs/7/manual__1-abc/chart-index/single-0/loss" in caplog.text
     )

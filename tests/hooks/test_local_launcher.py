@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from hooks.local_launcher import LOCAL_MASTER_ADDR, LocalLauncher, merged_outputs
-from hooks.local_process import RunAbortMarker
 from hooks.model_archive import ArchiveFailed
+from hooks.run_abort import RunAbortMarker
+from hooks.run_files import FolderRunFiles
 from octotrain.abort_flags import AbortFlag
 from octotrain.planning import RunPlan
 from octotrain.run_layout import RunLayout
@@ -50,7 +51,7 @@ def test_nodes_meet_on_this_machine_and_share_the_run_folders_flag(tmp_path: Pat
     })  # fmt: skip
     address, port = launcher.rendezvous(plan)
     assert address == LOCAL_MASTER_ADDR and 1024 <= port <= 65535
-    marker = launcher.abort_marker(layout)
+    marker = RunAbortMarker(launcher.run_files(layout))
     marker.raise_flag(AbortFlag.stopped_by("alice"))
-    flag = RunAbortMarker(layout.run_dir).flag()
+    flag = RunAbortMarker(FolderRunFiles(layout)).flag()
     assert flag is not None and flag.stopped

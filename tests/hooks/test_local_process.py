@@ -4,8 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from hooks.local_process import LocalNodeProcess, NodeStartFailed, RunAbortMarker, free_port
+from hooks.local_process import LocalNodeProcess, NodeStartFailed, free_port
+from hooks.run_abort import RunAbortMarker
+from hooks.run_files import FolderRunFiles
 from octotrain.abort_flags import AbortFlag
+from octotrain.run_layout import RunLayout
 
 
 def node(
@@ -23,10 +26,15 @@ def node(
     )
 
 
+def run_flag(tmp_path: Path) -> RunAbortMarker:
+    """The flag of a run whose folder is ``tmp_path``'s run 7/r."""
+    return RunAbortMarker(FolderRunFiles(RunLayout(tmp_path, 7, "r")))
+
+
 def test_output_goes_to_the_train_log_and_exit_code_is_kept(tmp_path: Path) -> None:
     process = node(tmp_path, "import os,sys; print(os.environ['GREETING']); sys.exit(3)")
     process.start()
-    outcome = process.wait(RunAbortMarker(tmp_path))
+    outcome = process.wait(run_flag(tmp_path))
     assert outcome.exit_code == 3 and not outcome.succeeded
     assert (tmp_path / "train.log").read_text() == "hello\n"
     sidecar = (tmp_path / "sidecar.log").read_text()
@@ -37,14 +45,14 @@ def test_output_goes_to_the_train_log_and_exit_code_is_kept(tmp_path: Path) -> N
 def test_metrics_writer_is_importable_by_the_training_process(tmp_path: Path) -> None:
     process = node(tmp_path, "import octotrain_metrics; print(octotrain_metrics.MAX_CHARTS)")
     process.start()
-    assert process.wait(RunAbortMarker(tmp_path)).succeeded
+    assert process.wait(run_flag(tmp_path)).succeeded
     assert (tmp_path / "train.log").read_text() == "6\n"
 
 
 def test_abort_flag_stops_a_running_node(tmp_path: Path) -> None:
     process = node(tmp_path, "import time; time.sleep(60)")
     process.start()
-    marker = RunAbortMarker(tmp_path)
+    marker = run_flag(tmp_path)
     marker.raise_flag(AbortFlag.node_failed("distributed-1", "failed with exit code 3"))
     started = time.monotonic()
     outcome = process.wait(marker, poll_seconds=0.1)
@@ -67,7 +75,7 @@ def test_a_node_ignoring_sigterm_is_killed_after_the_grace_period(tmp_path: Path
         assert time.monotonic() < deadline, "the training never started"
         time.sleep(0.02)
     assert process.stop() == 137
-    outcome = process.wait(RunAbortMarker(tmp_path))
+    outcome = process.wait(run_flag(tmp_path))
     assert outcome.killed_after_grace_seconds == 0.5  # not taken for an out-of-memory kill
 
 
@@ -88,7 +96,7 @@ def test_an_interpreter_that_cannot_be_run_is_a_start_failure(tmp_path: Path) ->
     missing = str(tmp_path / "no-such-python")
     process = node(tmp_path, "", command=[missing, "train.py"])
     process.start()
-    outcome = process.wait(RunAbortMarker(tmp_path))
+    outcome = process.wait(run_flag(tmp_path))
     assert outcome.exit_code == 127
     assert (
         outcome.start_error

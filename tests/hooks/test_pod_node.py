@@ -17,11 +17,12 @@ import pytest
 from hooks.checkpoint_sync import CheckpointSync
 from hooks.local_store import LocalFolderStore
 from hooks.node_cache import NodeCache
-from hooks.pod_node import NodeSync, stage_plan, stage_pod_node
-from hooks.run_files import read_json, read_text, write_text
+from hooks.pod_node import NodeSync, stage_pod_node
 from octotrain.manifests import content_digest
 from octotrain.run_layout import RunObjects, node_cache_holder
+from octotrain.stage_plans import StagePlan
 from tests.hooks.test_node_cache import put_version
+from tests.stored_run_files import store_text, stored_json, stored_text
 
 PREFIX = "runs/7/manual-1"
 # What every sidecar here is started with beside its work folder.
@@ -39,10 +40,10 @@ def test_stage_lays_out_the_work_folder_and_stages_the_plan(
 ) -> None:
     data = put_version(store, tmp_path, "datasets/p/houses/v1", {"train.csv": b"a,b\n1,2\n"})
     model = put_version(store, tmp_path, "models/p/base/v3", {"weights.bin": b"\x01" * 100})
-    write_text(
+    store_text(
         store,
         f"{PREFIX}/stage.json",
-        json.dumps(stage_plan([data], [model], checkpoint_sources=[])),
+        StagePlan.of([data], [model], checkpoint_sources=[]).model_dump_json(),
     )
     work, agent = tmp_path / "work", tmp_path / "agent"
     stage_pod_node(store, plan_key=f"{PREFIX}/stage.json", task_id=7, node_index="single-0",
@@ -52,7 +53,7 @@ def test_stage_lays_out_the_work_folder_and_stages_the_plan(
     assert (work / "model" / "weights.bin").read_bytes() == b"\x01" * 100  # one model: whole
     assert not os.access(work / "dataset" / data.name / "train.csv", os.W_OK) or os.getuid() == 0
     assert (agent / "run_training.py").is_file()
-    assert "no checkpoint to restore: CHECKPOINT is empty" in read_text(
+    assert "no checkpoint to restore: CHECKPOINT is empty" in stored_text(
         store, f"{PREFIX}/logs/train-7-single-0-init.log"
     )
     for folder in ("output", "metrics", "mounts", "checkpoint"):
@@ -60,7 +61,7 @@ def test_stage_lays_out_the_work_folder_and_stages_the_plan(
     logs = sorted(p.name for p in (work / "logs").iterdir())
     assert logs == ["train-7-single-0-init.log", "train-7-single-0-sidecar.log",
                     "train-7-single-0.log"]  # fmt: skip
-    uploaded = read_text(store, f"{PREFIX}/logs/train-7-single-0-init.log")
+    uploaded = stored_text(store, f"{PREFIX}/logs/train-7-single-0-init.log")
     assert "data preparation finished for node single-0" in uploaded
 
 
@@ -75,14 +76,14 @@ def test_stage_restores_the_newest_checkpoint_of_the_first_source_that_has_one(
                           folder=earlier_node, every_seconds=0, note=lambda _: None)  # fmt: skip
     assert sync.sync(final=True)
     sources = [RunObjects.from_prefix(PREFIX), earlier]  # this run has none yet
-    write_text(store, f"{PREFIX}/stage.json",
-               json.dumps(stage_plan([], [], checkpoint_sources=sources)))  # fmt: skip
+    store_text(store, f"{PREFIX}/stage.json",
+               StagePlan.of([], [], checkpoint_sources=sources).model_dump_json())  # fmt: skip
     work = tmp_path / "work"
     stage_pod_node(store, plan_key=f"{PREFIX}/stage.json", task_id=7, node_index="single-0",
                    work=work, cache_dir=tmp_path / "cache", agent_dir=tmp_path / "agent",
                    cache_max_bytes=GIB)  # fmt: skip
     assert (work / "checkpoint" / "step-20.pt").read_bytes() == b"s" * 2048
-    init_log = read_text(store, f"{PREFIX}/logs/train-7-single-0-init.log")
+    init_log = stored_text(store, f"{PREFIX}/logs/train-7-single-0-init.log")
     assert "restored checkpoint: 1 files, 0.0 MiB into CHECKPOINT from run manual__0" in init_log
 
 
@@ -91,15 +92,17 @@ def test_a_stage_that_fails_says_why_in_the_uploaded_init_log(
 ) -> None:
     data = put_version(store, tmp_path, "datasets/p/houses/v1", {"train.csv": b"rows"})
     (tmp_path / "objects" / "datasets/p/houses/v1/train.csv").unlink()
-    write_text(
-        store, f"{PREFIX}/stage.json", json.dumps(stage_plan([data], [], checkpoint_sources=[]))
+    store_text(
+        store,
+        f"{PREFIX}/stage.json",
+        StagePlan.of([data], [], checkpoint_sources=[]).model_dump_json(),
     )
     with pytest.raises(Exception, match=r"train\.csv"):
         stage_pod_node(store, plan_key=f"{PREFIX}/stage.json", task_id=7,
                        node_index="distributed-1", work=tmp_path / "work",
                        cache_dir=tmp_path / "cache", agent_dir=tmp_path / "agent",
                        cache_max_bytes=GIB)  # fmt: skip
-    uploaded = read_text(store, f"{PREFIX}/logs/train-7-distributed-1-init.log")
+    uploaded = stored_text(store, f"{PREFIX}/logs/train-7-distributed-1-init.log")
     assert "ERROR staging failed" in uploaded and "train.csv" in uploaded
 
 
@@ -134,7 +137,7 @@ def test_sync_uploads_only_what_changed(store: LocalFolderStore, tmp_path: Path)
         log.write("epoch 2\n")
     sidecar.sync()
     assert puts == [f"{PREFIX}/logs/train-7-distributed-0.log"]
-    assert read_text(store, puts[0]) == "epoch 1\nepoch 2\n"
+    assert stored_text(store, puts[0]) == "epoch 1\nepoch 2\n"
 
 
 def test_sync_uploads_the_checkpoint_while_the_training_runs_when_it_is_due(
@@ -148,7 +151,7 @@ def test_sync_uploads_the_checkpoint_while_the_training_runs_when_it_is_due(
     sidecar = NodeSync(store, prefix=PREFIX, task_id=7, node_index="distributed-0", work=work,
                        run_id="manual-1", checkpoint_every=0)  # fmt: skip
     sidecar.sync()
-    manifest = read_json(store, f"{PREFIX}/checkpoints/distributed-0.json")
+    manifest = stored_json(store, f"{PREFIX}/checkpoints/distributed-0.json")
     assert list(manifest["files"]) == ["step-10.pt"] and manifest["run_id"] == "manual-1"
 
 
@@ -207,18 +210,18 @@ def test_the_final_upload_follows_the_exit_status_and_the_sidecar_waits_to_be_st
     assert sidecar.run(every=0.01, exit_file=exit_file, ready_file=ready, done_file=done_file) == 0
     assert ready.exists()
     stopper.join()
-    manifest = read_json(store, f"{PREFIX}/outputs/distributed-0.json")
+    manifest = stored_json(store, f"{PREFIX}/outputs/distributed-0.json")
     assert list(manifest) == ["ckpt/model.pt"] and content_digest(manifest)
-    assert read_text(store, f"{PREFIX}/output/distributed-0/ckpt/model.pt") == "weights"
-    assert read_json(store, f"{PREFIX}/exits/distributed-0.json") == {
+    assert stored_text(store, f"{PREFIX}/output/distributed-0/ckpt/model.pt") == "weights"
+    assert stored_json(store, f"{PREFIX}/exits/distributed-0.json") == {
         "exit_status": 137,
         "killed_after_grace_seconds": 2.0,
     }  # the wrapper's whole report reaches collect_logs
-    sidecar_log = read_text(store, f"{PREFIX}/logs/train-7-distributed-0-sidecar.log")
+    sidecar_log = stored_text(store, f"{PREFIX}/logs/train-7-distributed-0-sidecar.log")
     assert "training ended (exit status 137)" in sidecar_log
     assert "uploaded OUTPUT: 1 files" in sidecar_log
     assert "checkpoint synced: 1 files" in sidecar_log  # CHECKPOINT at the end, whatever it is
-    checkpoint = read_json(store, f"{PREFIX}/checkpoints/distributed-0.json")
+    checkpoint = stored_json(store, f"{PREFIX}/checkpoints/distributed-0.json")
     assert list(checkpoint["files"]) == ["step-30.pt"]
     # the node's inputs may be evicted from the machine's cache now; the other node's stay
     pins = [pin.name for pin in (tmp_path / "cache" / ".pins" / ("a" * 64)).iterdir()]
@@ -240,7 +243,7 @@ def test_sigterm_stops_the_sidecar_with_a_final_upload(
     code = sidecar.run(every=0.05, exit_file=work / "never", ready_file=ready, done_file=done_file)
     assert code == 0
     assert done_file.exists()
-    assert read_json(store, f"{PREFIX}/exits/distributed-0.json") == {"exit_status": None}
-    assert read_json(store, f"{PREFIX}/outputs/distributed-0.json") == {}
-    sidecar_log = read_text(store, f"{PREFIX}/logs/train-7-distributed-0-sidecar.log")
+    assert stored_json(store, f"{PREFIX}/exits/distributed-0.json") == {"exit_status": None}
+    assert stored_json(store, f"{PREFIX}/outputs/distributed-0.json") == {}
+    sidecar_log = stored_text(store, f"{PREFIX}/logs/train-7-distributed-0-sidecar.log")
     assert "exit status none: stopped" in sidecar_log

@@ -8,8 +8,10 @@ import threading
 from pathlib import Path
 
 from hooks.local_store import LocalFolderStore
-from hooks.run_abort import AbortWatcher, StoreAbortMarker
+from hooks.run_abort import AbortWatcher, RunAbortMarker
+from hooks.run_files import StoreRunFiles
 from octotrain.abort_flags import AbortFlag
+from octotrain.run_layout import RunObjects
 
 DEADLINE_SECONDS = 30
 
@@ -17,7 +19,8 @@ DEADLINE_SECONDS = 30
 def test_the_watcher_looks_until_the_flag_goes_up_then_calls_on_flag_once(
     tmp_path: Path,
 ) -> None:
-    marker = StoreAbortMarker(LocalFolderStore(tmp_path / "objects"), "runs/7/manual__x")
+    store = LocalFolderStore(tmp_path / "objects")
+    marker = RunAbortMarker(StoreRunFiles(store, RunObjects.from_prefix("runs/7/manual__x")))
     looks: list[int] = []
     looked_twice, flagged = threading.Event(), threading.Event()
     flags: list[AbortFlag] = []

@@ -11,6 +11,7 @@ import pytest
 
 from hooks.log_search import search
 from hooks.object_store import object_store_from_url
+from hooks.run_files import folder_then_store
 from hooks.run_logs import RunLogs
 from octotrain.contracts import NodeLogNames
 from octotrain.errors import InvalidQuery, NotFound
@@ -49,7 +50,7 @@ def logs(request: pytest.FixtureRequest, tmp_path: Path) -> RunLogs:
         else:
             (tmp_path / name).write_bytes(data)
             store.put_file(layout.objects.log(name), tmp_path / name)
-    return RunLogs(layout, store, NODES)
+    return RunLogs(folder_then_store(layout, store, live=True), NODES)
 
 
 def test_files_are_listed_by_node_and_kind(logs: RunLogs) -> None:

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from hooks.object_store import object_store_from_url, upload_folder
+from hooks.run_files import folder_then_store
 from hooks.run_metrics import RunMetrics, forget_charts
-from octotrain.chart_series_index import index_key
 from octotrain.errors import NotFound
 from octotrain.metrics_series import TAIL_BYTES
 from octotrain.run_layout import RunLayout
@@ -42,7 +42,7 @@ def test_charts_resources_and_incremental_reads(
 
     def put(relative: str, text: str) -> None:
         if where == "run folder":
-            target = layout.run_dir / "nodes" / "single-0" / relative
+            target = layout.node_folders("single-0").metrics / relative.removeprefix("metrics/")
             if relative.startswith("resources"):
                 target = layout.resources_path("single-0")
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -56,7 +56,7 @@ def test_charts_resources_and_incremental_reads(
                else f"{layout.objects.metrics('single-0')}/{name}")  # fmt: skip
         store.put_file(key, source)
 
-    metrics = RunMetrics(layout, store, ["single-0"])
+    metrics = RunMetrics(folder_then_store(layout, store, live=True), store, ["single-0"])
     assert metrics.meta("single-0") is None
     put("metrics/metrics.json", json.dumps(META))
     put("metrics/loss.jsonl", lines(0, 1000))
@@ -91,8 +91,8 @@ def test_a_long_parse_leaves_an_index_for_the_next_process(
     folder.mkdir(parents=True)
     (folder / "metrics.json").write_text(json.dumps(META))
     (folder / "loss.jsonl").write_text(lines(0, 1000))
-    metrics = RunMetrics(layout, store, ["single-0"])
-    key = index_key(layout.objects, "single-0", "loss")
+    metrics = RunMetrics(folder_then_store(layout, store, live=True), store, ["single-0"])
+    key = layout.objects.chart_index("single-0", "loss")
     monkeypatch.setattr("hooks.run_metrics.REINDEX_BYTES", len(lines(0, 1000)) + 1)
     assert metrics.chart("single-0", "loss").count == 1000
     assert not store.list(key)  # a short parse: no index
@@ -128,7 +128,7 @@ def test_a_chart_being_read_does_not_hold_up_another(tmp_path: Path) -> None:
         return original(key, start, end)
 
     store.read_range = held  # type: ignore[method-assign]
-    metrics = RunMetrics(layout, store, ["single-0"])
+    metrics = RunMetrics(folder_then_store(layout, store, live=True), store, ["single-0"])
     reader = threading.Thread(target=metrics.chart, args=("single-0", "loss"))
     reader.start()
     try:

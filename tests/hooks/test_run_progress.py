@@ -11,15 +11,9 @@ import pytest
 
 from agent.node_progress import write_phase
 from hooks.local_store import LocalFolderStore
-from hooks.pod_node import NodeSync, stage_plan, stage_pod_node
-from hooks.run_files import write_text
-from hooks.run_progress import (
-    RunPhases,
-    StagingPhase,
-    phase_file_sink,
-    phase_store_sink,
-    record_phase,
-)
+from hooks.pod_node import NodeSync, stage_pod_node
+from hooks.run_files import FolderRunFiles, StoreRunFiles, folder_then_store
+from hooks.run_progress import RunPhases, StagingPhase, phase_sink, record_phase
 from octotrain.node_progress import (
     PHASE_FILE,
     PROGRESS_SAMPLES_FILE,
@@ -28,6 +22,7 @@ from octotrain.node_progress import (
     parse_phase,
 )
 from octotrain.run_layout import RunLayout
+from octotrain.stage_plans import StagePlan
 from octotrain.storage import ObjectStore
 from tests.hooks.test_node_cache import put_version
 
@@ -58,20 +53,24 @@ def test_staging_records_its_bytes_at_most_every_second_and_its_end() -> None:
 
 def test_phases_are_read_from_the_run_folder(tmp_path: Path) -> None:
     layout = RunLayout(tmp_path / "runs", 7, "manual__1")
+    folder = FolderRunFiles(layout)
     now = time.time()
-    record_phase(phase_file_sink(layout.phase_path(NODES[0])), Phase.TRAINING)
-    layout.progress_path(NODES[0]).write_text(samples(now - 20, 10, 1000))
-    sink = phase_file_sink(layout.phase_path(NODES[1]))
+    record_phase(phase_sink(folder, NODES[0]), Phase.TRAINING)
+    folder.write(layout.objects.progress(NODES[0]), samples(now - 20, 10, 1000).encode())
+    sink = phase_sink(folder, NODES[1])
     sink(PhaseRecord(Phase.STAGING, now - 10, now, 100, 400))
-    run = RunPhases(layout, LocalFolderStore(tmp_path / "store"), NODES)
+    run = RunPhases(folder_then_store(layout, LocalFolderStore(tmp_path / "store"), live=True),
+                    NODES)  # fmt: skip
     shown = run.progress(run_active=True, now=now)
     assert (shown.phase, shown.percent) == (Phase.STAGING, 25.0)
     assert shown.eta_seconds == pytest.approx(30.0)
     training = shown.nodes[0]
     assert (training.phase, training.percent) == (Phase.TRAINING, 9.0)
     assert training.eta_seconds == pytest.approx(910 / 5 - 2)
-    assert [path.name for path in layout.phase_path(NODES[0]).parent.iterdir()] == [
-        "phase.json", "progress.jsonl",
+    written = sorted(path.relative_to(layout.run_dir).as_posix()
+                     for path in layout.run_dir.rglob("*") if path.is_file())  # fmt: skip
+    assert written == [  # each written whole: no partial file left
+        "phases/distributed-0.json", "phases/distributed-1.json", "progress/distributed-0.jsonl",
     ]  # fmt: skip
     ended = run.progress(run_active=False, now=now)
     assert [node.phase for node in ended.nodes] == [Phase.DONE, Phase.DONE]
@@ -83,11 +82,12 @@ def test_phases_are_read_from_the_object_store(tmp_path: Path) -> None:
     layout = RunLayout(tmp_path / "runs", 7, "manual__1")
     objects = layout.objects
     now = time.time()
-    phase_store_sink(store, objects.phase(NODES[0]))(PhaseRecord(Phase.TRAINING, now, now))
+    files = StoreRunFiles(store, objects)
+    phase_sink(files, NODES[0])(PhaseRecord(Phase.TRAINING, now, now))
     sample_file = tmp_path / "samples.jsonl"
     sample_file.write_text("x" * 200_000 + "\n" + samples(now - 20, 10, 1000))
     store.put_file(objects.progress(NODES[0]), sample_file)
-    shown = RunPhases(layout, store, NODES).progress(run_active=True, now=now)
+    shown = RunPhases(files, NODES).progress(run_active=True, now=now)
     assert [node.phase for node in shown.nodes] == [Phase.TRAINING, Phase.WAITING]
     assert shown.nodes[0].current == 90.0  # the tail of a long file is enough
     assert shown.phase is Phase.WAITING and shown.eta_seconds is None
@@ -100,14 +100,15 @@ def test_a_pods_phases_reach_the_store_through_the_same_files(tmp_path: Path) ->
     what the wrapper writes in the work folder; the run's reader finds both there."""
     store = LocalFolderStore(tmp_path / "objects")
     data = put_version(store, tmp_path, "datasets/p/houses/v1", {"train.csv": b"a,b\n" * 1000})
-    write_text(store, f"{PREFIX}/stage.json",
-               json.dumps(stage_plan([data], [], checkpoint_sources=[])))  # fmt: skip
+    layout = RunLayout(tmp_path / "runs", 7, "manual-1")  # no run folder here: the store's
+    files = StoreRunFiles(store, layout.objects)
+    stage_plan = StagePlan.of([data], [], checkpoint_sources=[])
+    files.write(f"{PREFIX}/stage.json", stage_plan.model_dump_json().encode())
     work = tmp_path / "work"
     stage_pod_node(store, plan_key=f"{PREFIX}/stage.json", task_id=7, node_index="single-0",
                    work=work, cache_dir=tmp_path / "cache", agent_dir=tmp_path / "agent",
                    cache_max_bytes=1 << 30)  # fmt: skip
-    layout = RunLayout(tmp_path / "runs", 7, "manual-1")  # no run folder here: the store's
-    reader = RunPhases(layout, store, ["single-0"])
+    reader = RunPhases(files, ["single-0"])
     assert reader.progress(run_active=True, now=time.time()).phase is Phase.WAITING
     assert parse_phase(store.read_range(layout.objects.phase("single-0"), 0, 500)) is not None
 

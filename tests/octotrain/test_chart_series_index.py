@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from octotrain.chart_series_index import MAGIC, decoded, encoded, index_key
+from octotrain.chart_series_index import MAGIC, decoded, encoded
 from octotrain.metrics_meta import ChartMeta
 from octotrain.metrics_series import ChartColumns
 from octotrain.run_layout import RunObjects
@@ -82,7 +82,7 @@ def test_a_bad_header_is_no_index(header: bytes) -> None:
 def test_the_index_is_beside_the_metrics_not_among_them() -> None:
     objects = RunObjects(7, "manual__1-abc")
     assert (
-        index_key(objects, "single-0", "loss")
+        objects.chart_index("single-0", "loss")
         == "runs/7/manual__1-abc/chart-index/single-0/loss.index"
     )
-    assert not index_key(objects, "single-0", "loss").startswith(objects.metrics("single-0"))
+    assert not objects.chart_index("single-0", "loss").startswith(objects.metrics("single-0"))

@@ -10,6 +10,7 @@ import pytest
 from octotrain.documents import parse_document
 from octotrain.errors import InvalidInput
 from octotrain.exit_codes import HUNG_EXIT_STATUS, describe_exit_code
+from octotrain.exit_reports import ExitReport
 from octotrain.hang_detection import HangDetection, HungNode, wrapper_arguments
 from octotrain.pod_diagnosis import NodeEnd, diagnose
 from octotrain.supplemental_log import NodeEnding, explain
@@ -102,7 +103,7 @@ def test_a_pod_whose_wrapper_stopped_it_as_hung_is_explained_so() -> None:
     end = NodeEnd(
         node_index="distributed-1",
         memory_limit_mib=512,
-        exit_report={"exit_status": 0, "hung": HUNG_REPORT},
+        exit_report=ExitReport(exit_status=0, hung=HUNG_REPORT),
     )
     terminated = {"terminated": {"exitCode": HUNG_EXIT_STATUS, "reason": "Error"}}
     pod = {

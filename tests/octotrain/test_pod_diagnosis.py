@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from octotrain.exit_reports import ExitReport
 from octotrain.pod_diagnosis import NodeEnd, diagnose
 from octotrain.supplemental_log import SupplementalLog
 
@@ -87,7 +88,7 @@ def test_a_command_the_wrapper_cannot_run_says_why() -> None:
     why = "its command '/opt/missing/python' could not be run (No such file or directory)"
     end = NodeEnd(
         node_index="distributed-1", memory_limit_mib=512,
-        exit_report={"exit_status": 127, "start_error": why},
+        exit_report=ExitReport(exit_status=127, start_error=why),
     )  # fmt: skip
     assert said(failed, end).reason == f"node distributed-1 failed to start because {why}"
 
@@ -148,7 +149,7 @@ def test_a_stopped_node_that_ignored_sigterm_says_it_was_killed_after_the_grace_
     """Its pod is gone by then: the wrapper's report says what happened."""
     end = NodeEnd(
         node_index="0", memory_limit_mib=512, stop_reason="node 0 was stopped by alice",
-        exit_report={"exit_status": 137, "killed_after_grace_seconds": 2.0},
+        exit_report=ExitReport(exit_status=137, killed_after_grace_seconds=2.0),
     )  # fmt: skip
     log = said(None, end)
     assert log.reason == (
@@ -159,7 +160,7 @@ def test_a_stopped_node_that_ignored_sigterm_says_it_was_killed_after_the_grace_
 
 
 def test_a_pod_that_is_gone_is_judged_by_the_wrapper_s_report() -> None:
-    end = NodeEnd(node_index="0", memory_limit_mib=512, exit_report={"exit_status": 3})
+    end = NodeEnd(node_index="0", memory_limit_mib=512, exit_report=ExitReport(exit_status=3))
     assert said(None, end).reason.startswith("node 0 failed with exit code 3")
 
 
@@ -191,7 +192,7 @@ def test_a_training_stopped_at_its_time_limit_names_the_limit_whatever_its_statu
     checkpoint and exited 0."""
     end = replace(
         END,
-        exit_report={"exit_status": 0, "time_limit": TRAINING_LIMITED},
+        exit_report=ExitReport(exit_status=0, time_limit=TRAINING_LIMITED),
         checkpoint_synced=True,
     )
     ended = pod("Failed", containerStatuses=[train({"terminated": {"exitCode": 124}})])
@@ -208,7 +209,7 @@ def test_a_training_stopped_at_its_time_limit_names_the_limit_whatever_its_statu
 
 def test_a_time_limit_without_a_synced_checkpoint_does_not_suggest_resuming() -> None:
     """``octotrain task resume`` refuses a run that left no checkpoint: the log says so."""
-    end = replace(END, exit_report={"exit_status": 0, "time_limit": TRAINING_LIMITED})
+    end = replace(END, exit_report=ExitReport(exit_status=0, time_limit=TRAINING_LIMITED))
     ended = pod("Failed", containerStatuses=[train({"terminated": {"exitCode": 124}})])
     (detail,) = said(ended, end).details
     assert "resumed from" not in detail

@@ -6,12 +6,12 @@ from airflow.sdk.exceptions import AirflowFailException
 from hooks.catalog import CatalogHook
 from hooks.local_store import LocalFolderStore
 from hooks.model_archive import lineage_edges
-from hooks.run_files import read_text
 from octotrain.catalog.models import Run, RunState, TrainingTask
 from octotrain.contracts import NodeLogNames
 from octotrain.planning import RunPlan, build_run_plan
 from operators.archive_model import ArchiveModelOperator
 from tests.factories import seed
+from tests.stored_run_files import stored_text
 
 
 def test_lineage_edges_name_every_dataset_version_cache_and_input_model() -> None:
@@ -78,7 +78,7 @@ def test_a_run_that_archives_nothing_ends_failed_in_the_catalog(
         assert ended.state == RunState.FAILED and ended.ended_at is not None
         assert ended.message.startswith("nothing was archived: no model files")
     name = NodeLogNames(task_id=plan.task_id, node_index=plan.node_indices[0]).supplemental
-    log = read_text(LocalFolderStore(octotrain_env / "objects"), plan.objects.log(name)) or ""
+    log = stored_text(LocalFolderStore(octotrain_env / "objects"), plan.objects.log(name)) or ""
     assert log.startswith(f"node {plan.node_indices[0]} ended well, but the run has no model")
     assert "model_required: false" in log
 

@@ -12,13 +12,13 @@ import pytest
 
 from hooks.catalog import CatalogHook
 from hooks.object_store import default_object_store
-from hooks.run_files import write_text
 from octotrain.catalog.models import Run, RunState
 from octotrain.hang_detection import HungNode
 from octotrain.run_layout import RunObjects
 from octotrain.storage import ObjectStore
 from operators.hang_notices import HangNotices, pod_hang_notices
 from tests.factories import seed
+from tests.stored_run_files import store_text
 
 NODE = "distributed-1"
 LOOKS_HUNG = (
@@ -89,9 +89,9 @@ def test_a_pod_s_hang_report_is_read_where_its_sidecar_keeps_it(octotrain_env: P
                                log=logging.getLogger("launch"))  # fmt: skip
     assert notices.read() is None
     key = RunObjects.from_prefix(prefix).hang_report(NODE)
-    write_text(
+    store_text(
         default_object_store(), key, json.dumps({"silent_seconds": 61, "hang_after_seconds": 60})
     )
     assert notices.read() == HungNode(61, 60)
-    write_text(default_object_store(), key, "{}")  # emptied: the training advances again
+    store_text(default_object_store(), key, "{}")  # emptied: the training advances again
     assert notices.read() is None

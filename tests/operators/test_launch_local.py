@@ -16,8 +16,9 @@ import pytest
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
 from hooks.checkpoint_sync import read_manifest
-from hooks.local_process import RunAbortMarker
 from hooks.object_store import default_object_store
+from hooks.run_abort import RunAbortMarker
+from hooks.run_files import FolderRunFiles
 from octotrain.abort_flags import AbortFlag
 from octotrain.planning import NodeResources, RunPlan
 from octotrain.run_layout import RunLayout
@@ -83,7 +84,7 @@ def test_a_node_its_user_stopped_while_it_trained_fails_saying_who(plan: RunPlan
             if time.monotonic() > deadline:
                 return
             time.sleep(0.05)
-        RunAbortMarker(layout.run_dir).raise_flag(AbortFlag.stopped_by("alice"))
+        RunAbortMarker(FolderRunFiles(layout)).raise_flag(AbortFlag.stopped_by("alice"))
 
     stopper = threading.Thread(target=stop_once_training, daemon=True)
     stopper.start()
@@ -94,7 +95,7 @@ def test_a_node_its_user_stopped_while_it_trained_fails_saying_who(plan: RunPlan
 
 
 def test_a_node_not_started_after_its_user_s_stop_fails_saying_who(plan: RunPlan) -> None:
-    RunAbortMarker(layout_of(plan).run_dir).raise_flag(AbortFlag.stopped_by("alice"))
+    RunAbortMarker(FolderRunFiles(layout_of(plan))).raise_flag(AbortFlag.stopped_by("alice"))
     with pytest.raises(AirflowFailException) as stopped:
         launch(plan)
     assert str(stopped.value) == f"node {NODE} was not started: the run was stopped by alice"
@@ -118,7 +119,7 @@ def test_a_node_not_started_after_its_user_s_stop_fails_saying_who(plan: RunPlan
 def test_a_node_stopped_by_another_s_failure_or_by_airflow_still_fails(
     plan: RunPlan, flag: AbortFlag, reason: str
 ) -> None:
-    RunAbortMarker(layout_of(plan).run_dir).raise_flag(flag)
+    RunAbortMarker(FolderRunFiles(layout_of(plan))).raise_flag(flag)
     with pytest.raises(AirflowException) as failed:
         launch(plan)
     assert not isinstance(failed.value, AirflowSkipException)
@@ -167,7 +168,7 @@ def test_a_node_over_its_training_time_limit_saves_its_checkpoint_then_fails_the
         "(max_training_seconds); it was sent SIGTERM and given the grace period to save a "
         "checkpoint"
     )
-    flag = RunAbortMarker(layout_of(plan).run_dir).flag()
+    flag = RunAbortMarker(FolderRunFiles(layout_of(plan))).flag()
     assert flag is not None and flag.node == NODE and not flag.stopped
     manifest = read_manifest(default_object_store(), plan.objects, NODE)
     assert manifest is not None and list(manifest.files) == ["last.pt"]

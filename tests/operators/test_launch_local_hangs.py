@@ -11,8 +11,9 @@ import pytest
 from airflow.sdk.exceptions import AirflowException, AirflowSkipException
 
 from hooks.checkpoint_sync import read_manifest
-from hooks.local_process import RunAbortMarker
 from hooks.object_store import default_object_store
+from hooks.run_abort import RunAbortMarker
+from hooks.run_files import FolderRunFiles
 from octotrain.planning import RunPlan
 from tests.operators.test_launch_local import NODE, launch, layout_of, plan, supplemental
 
@@ -87,7 +88,7 @@ def test_a_node_stopped_when_hung_saves_its_checkpoint_and_fails_as_hung(plan: R
     layout = layout_of(plan)
     details = layout.log_path(layout.log_names(NODE).supplemental).read_text()
     assert "failure class hung: not retried" in details
-    flag = RunAbortMarker(layout.run_dir).flag()
+    flag = RunAbortMarker(FolderRunFiles(layout)).flag()
     assert flag is not None and flag.node == NODE and not flag.stopped
     manifest = read_manifest(default_object_store(), plan.objects, NODE)
     assert manifest is not None and list(manifest.files) == ["last.pt"]

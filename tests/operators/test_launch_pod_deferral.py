@@ -20,7 +20,7 @@ from kubernetes import client
 from sqlalchemy.orm import Session
 
 from hooks.object_store import default_object_store
-from hooks.run_abort import StoreAbortMarker
+from hooks.run_abort import RunAbortMarker
 from octotrain.abort_flags import AbortFlag
 from octotrain.settings import get_settings
 from operators.launch_pod import LaunchNodePodOperator
@@ -31,6 +31,7 @@ from tests.operators.conftest import (
     wait_until_running,
 )
 from tests.operators.test_launch_pod import CPU_TASK, _TaskInstance, plan_of
+from tests.stored_run_files import run_files_of
 
 # What following the late pod's log would take (its training's length), well above what failing
 # at once takes.
@@ -102,7 +103,7 @@ def test_a_node_not_started_before_the_flag_went_up_fails_saying_why(
     reason: str,
 ) -> None:
     plan = plan_of(rule_session, CPU_TASK, 1)
-    abort = StoreAbortMarker(default_object_store(), plan.objects.prefix)
+    abort = RunAbortMarker(run_files_of(default_object_store(), plan.objects.prefix))
     abort.raise_flag(flag)
     context = {"ti": _TaskInstance(plan, 0), "run_id": plan.run_id, "dag": object()}
     with pytest.raises(ends, match=rf"^{re.escape(reason)}$"):
@@ -124,7 +125,7 @@ def test_a_synchronous_node_whose_pod_the_flag_took_down_fails_saying_why(
 ) -> None:
     """What the provider raises once the watcher deleted the pod (it ended failed) becomes
     the node's end, failed and not retried, saying who or what stopped it."""
-    abort = StoreAbortMarker(default_object_store(), "runs/1/r-1")
+    abort = RunAbortMarker(run_files_of(default_object_store(), "runs/1/r-1"))
     abort.raise_flag(flag)
     ended = pytest.raises(ends, match=rf"^{re.escape(reason)}$")
     with ended, node(deferrable=False)._failure_raises_the_flag(abort):
@@ -145,7 +146,7 @@ def test_a_pod_past_its_startup_timeout_fails_its_node_without_following_it(
     with pytest.raises(AirflowFailException, match=r"^node single-0: "):
         operator.trigger_reentry(context, event)  # type: ignore[arg-type]
     assert time.monotonic() - started < TRAINING_SECONDS / 2
-    abort = StoreAbortMarker(default_object_store(), plan.objects.prefix)
+    abort = RunAbortMarker(run_files_of(default_object_store(), plan.objects.prefix))
     flag = abort.flag()
     assert flag is not None and flag.node == "single-0" and not flag.stopped
     assert flag == AbortFlag.node_failed("single-0", flag.reason)

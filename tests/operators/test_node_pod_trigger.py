@@ -22,7 +22,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from hooks.object_store import default_object_store
-from hooks.run_abort import StoreAbortMarker
+from hooks.run_abort import RunAbortMarker
 from octotrain.abort_flags import AbortFlag
 from operators.node_pod_trigger import NodePodTrigger
 from tests.operators.conftest import (
@@ -31,6 +31,7 @@ from tests.operators.conftest import (
     start_pod,
     wait_until_running,
 )
+from tests.stored_run_files import run_files_of
 
 NAMESPACE, CONN_ID = POD_NAMESPACE, POD_CONN_ID
 RUN_PREFIX = "runs/7/manual__x"
@@ -45,8 +46,8 @@ def core(pod_cluster: client.CoreV1Api) -> client.CoreV1Api:
 
 
 @pytest.fixture
-def abort(core: client.CoreV1Api) -> StoreAbortMarker:
-    return StoreAbortMarker(default_object_store(), RUN_PREFIX)
+def abort(core: client.CoreV1Api) -> RunAbortMarker:
+    return RunAbortMarker(run_files_of(default_object_store(), RUN_PREFIX))
 
 
 def watching(pod_name: str, **pod_trigger: Any) -> NodePodTrigger:
@@ -87,7 +88,7 @@ def pod_is_going(core: client.CoreV1Api, name: str) -> bool:
 
 
 def test_another_node_s_failure_deletes_the_pod_and_stops_the_node(
-    core: client.CoreV1Api, abort: StoreAbortMarker
+    core: client.CoreV1Api, abort: RunAbortMarker
 ) -> None:
     start_pod(core, "trains", "import time; print('training', flush=True); time.sleep(120)")
     flag = AbortFlag.node_failed(OTHER, "failed (exit code 3)")
@@ -105,7 +106,7 @@ def test_another_node_s_failure_deletes_the_pod_and_stops_the_node(
 
 
 def test_a_user_s_stop_while_the_pod_trains_stops_it(
-    core: client.CoreV1Api, abort: StoreAbortMarker, capfd: pytest.CaptureFixture[str]
+    core: client.CoreV1Api, abort: RunAbortMarker, capfd: pytest.CaptureFixture[str]
 ) -> None:
     start_pod(core, "stopped", "import time; print('training', flush=True); time.sleep(120)")
 
@@ -131,7 +132,7 @@ def test_a_user_s_stop_while_the_pod_trains_stops_it(
 
 
 def test_a_pod_that_ends_first_passes_the_provider_s_event_through(
-    core: client.CoreV1Api, abort: StoreAbortMarker
+    core: client.CoreV1Api, abort: RunAbortMarker
 ) -> None:
     start_pod(core, "succeeds", "print('trained', flush=True)")
     event = first_event(watching("succeeds", trigger_kwargs={"_redefer_count": 1}))
@@ -141,7 +142,7 @@ def test_a_pod_that_ends_first_passes_the_provider_s_event_through(
 
 
 def test_a_flag_this_node_raised_itself_does_not_stop_it(
-    core: client.CoreV1Api, abort: StoreAbortMarker
+    core: client.CoreV1Api, abort: RunAbortMarker
 ) -> None:
     abort.raise_flag(AbortFlag.node_failed(NODE, "failed (exit code 3)"))
     start_pod(core, "failing", "import sys, time; time.sleep(1.5); sys.exit(3)")
@@ -152,7 +153,7 @@ def test_a_flag_this_node_raised_itself_does_not_stop_it(
 
 
 def test_airflow_killing_the_deferred_task_stops_the_whole_run(
-    core: client.CoreV1Api, abort: StoreAbortMarker
+    core: client.CoreV1Api, abort: RunAbortMarker
 ) -> None:
     start_pod(core, "killed", "import time; print('training', flush=True); time.sleep(120)")
     trigger = watching("killed")

@@ -19,12 +19,12 @@ from airflow.providers.cncf.kubernetes.triggers.pod import KubernetesPodTrigger
 from kubernetes import client
 
 from hooks.object_store import default_object_store
-from hooks.run_abort import StoreAbortMarker
-from hooks.run_files import write_text
+from hooks.run_abort import RunAbortMarker
 from octotrain.abort_flags import AbortFlag
 from octotrain.run_layout import RunObjects
 from operators.node_pod_trigger import NodePodTrigger
 from tests.operators.conftest import POD_CONN_ID, POD_NAMESPACE, start_pod
+from tests.stored_run_files import run_files_of, store_text
 
 RUN_PREFIX = "runs/7/manual__x"
 NODE = "distributed-1"
@@ -66,12 +66,13 @@ def test_the_trigger_says_when_the_pod_s_node_looks_hung_and_when_it_advances(
 
     async def hang_then_advance_then_stop() -> dict[str, Any]:
         watched = asyncio.ensure_future(anext(trigger.run()))
-        await asyncio.to_thread(write_text, store, key, json.dumps(REPORT))
+        await asyncio.to_thread(store_text, store, key, json.dumps(REPORT))
         await until(lambda: trigger.hang_notices.note is not None)
-        await asyncio.to_thread(write_text, store, key, "{}")  # the sidecar emptied it
+        await asyncio.to_thread(store_text, store, key, "{}")  # the sidecar emptied it
         await until(lambda: trigger.hang_notices.note is None)
         await asyncio.to_thread(
-            StoreAbortMarker(store, RUN_PREFIX).raise_flag, AbortFlag.stopped_by("alice")
+            RunAbortMarker(run_files_of(store, RUN_PREFIX)).raise_flag,
+            AbortFlag.stopped_by("alice"),
         )
         return dict((await asyncio.wait_for(watched, DEADLINE_SECONDS)).payload)
 

@@ -14,8 +14,8 @@ from airflow.providers.cncf.kubernetes.triggers.pod import KubernetesPodTrigger
 from kubernetes import client
 
 from hooks.object_store import default_object_store
-from hooks.run_abort import StoreAbortMarker
-from hooks.run_restarts import StoreRunRestarts
+from hooks.run_abort import RunAbortMarker
+from hooks.run_restarts import RunRestarts
 from octotrain.restarts import RunRestart
 from operators.node_pod_trigger import RESTART, RESTART_KEY, NodePodTrigger
 from tests.operators.conftest import start_pod
@@ -27,6 +27,7 @@ from tests.operators.test_node_pod_trigger import (
     first_event,
     pod_is_going,
 )
+from tests.stored_run_files import run_files_of
 
 LOST = RunRestart(1, "distributed-0", "TerminationByKubelet: The node was low on memory.")
 
@@ -54,19 +55,22 @@ def test_another_node_s_loss_takes_the_pod_down_for_the_run_s_restart(
     pod_cluster: client.CoreV1Api,
 ) -> None:
     start_pod(pod_cluster, "trains", "import time; print('training'); time.sleep(120)")
-    StoreRunRestarts(default_object_store(), RUN_PREFIX).request(LOST)
+    RunRestarts(run_files_of(default_object_store(), RUN_PREFIX)).request(LOST)
     event = first_event(watching("trains", next_restart=1))
     assert event["status"] == RESTART
     assert RunRestart.from_json(event[RESTART_KEY]) == LOST
     assert pod_is_going(pod_cluster, "trains")
-    assert StoreAbortMarker(default_object_store(), RUN_PREFIX).stopped_because(NODE) is None
+    assert (
+        RunAbortMarker(run_files_of(default_object_store(), RUN_PREFIX)).stopped_because(NODE)
+        is None
+    )
 
 
 def test_a_restart_this_pod_is_not_waiting_for_leaves_it_to_its_end(
     pod_cluster: client.CoreV1Api,
 ) -> None:
     start_pod(pod_cluster, "ends", "import time; print('training'); time.sleep(1)")
-    StoreRunRestarts(default_object_store(), RUN_PREFIX).request(LOST)  # restart 1
+    RunRestarts(run_files_of(default_object_store(), RUN_PREFIX)).request(LOST)  # restart 1
     assert first_event(watching("ends", next_restart=2))["status"] == "success"
     start_pod(pod_cluster, "limit", "import time; print('training'); time.sleep(1)")
     assert first_event(watching("limit", next_restart=None))["status"] == "success"

@@ -10,14 +10,16 @@ from airflow.sdk.exceptions import AirflowFailException
 from sqlalchemy import delete
 
 from hooks.catalog import CatalogHook
-from hooks.local_process import RunAbortMarker
 from hooks.local_store import LocalFolderStore
 from hooks.mounts import MountUnavailable, expose_mount
 from hooks.node_cache import NodeCache
+from hooks.run_abort import RunAbortMarker
+from hooks.run_files import FolderRunFiles
 from octotrain.catalog.models import DatasetVersion, TrainingTask
 from octotrain.planning import RunPlan, build_run_plan
 from octotrain.run_layout import RunLayout
 from octotrain.settings import get_settings
+from operators.node_endings import recorded_outcome
 from operators.stage_data import StageDataOperator, stage_one_node
 from tests.factories import seed
 from tests.hooks.test_node_cache import put_version
@@ -134,8 +136,8 @@ def test_a_staging_failure_is_each_node_s_supplemental_log_and_stops_the_run(
     reason = layout.log_path(layout.log_names(first).supplemental).read_text().splitlines()[0]
     assert reason.startswith(f"node {first} did not start: staging failed because ")
     assert "checksum" in reason
-    assert layout.read_outcome(first) == {"exit_code": None, "reason": reason}
-    flag = RunAbortMarker(layout.run_dir).flag()
+    assert recorded_outcome(FolderRunFiles(layout), first) == {"exit_code": None, "reason": reason}
+    flag = RunAbortMarker(FolderRunFiles(layout)).flag()
     assert flag is not None and flag.node == first and not flag.stopped
-    other_reason = layout.read_outcome(other)
+    other_reason = recorded_outcome(FolderRunFiles(layout), other)
     assert other_reason is not None and str(other_reason["reason"]).startswith(f"node {other} ")

@@ -3,7 +3,8 @@ them, each with its docstring: ``log-files``, every log file of a node, from the
 ``octotrain.contracts.NodeLogNames``; ``run-objects``, every key of a run in the object store,
 from ``octotrain.run_layout.RunObjects`` (and the chart index beside it), and where dataset
 and model versions are; ``run-folder``, the embedded default's state folder, from
-``config/defaults.toml``, and a run's folder, from ``octotrain.run_layout.RunLayout``.
+``config/defaults.toml``, and a run's folder, from ``octotrain.run_layout.RunLayout``, whose
+paths are the run's keys.
 
 A property or method of those classes without a docstring fails the build: a file is never
 documented by its name alone. Placeholders stand for what differs from run to run."""
@@ -57,11 +58,10 @@ def log_files_reference() -> str:
 
 
 def run_objects_reference() -> str:
-    """Every key of a run in the object store (``RunObjects``, the chart index beside them),
-    then where dataset versions and model versions are."""
+    """Every key of a run in the object store (``RunObjects``), then where dataset versions
+    and model versions are."""
     from octotrain import run_layout
     from octotrain.catalog.dataset_versions import dataset_version_prefix
-    from octotrain.chart_series_index import index_key
     from octotrain.planning import run_key
     from octotrain.run_layout import RunObjects
 
@@ -70,8 +70,6 @@ def run_objects_reference() -> str:
     for name, member in documented_members(RunObjects, "str"):
         key = _evaluated(objects, name, member)
         rows.append(f"| `{key}` | `RunObjects.{name}` | {_doc(member)} |")
-    chart_index = index_key(objects, "<node index>", "<chart>")
-    rows.append(f"| `{chart_index}` | `chart_series_index.index_key` | {_doc(index_key)} |")
     models = ["| prefix | in the code | what it holds |", "|---|---|---|"]
     for module, function in (
         ("dataset_versions", dataset_version_prefix),
@@ -99,8 +97,6 @@ def run_folder_reference() -> str:
     from types import SimpleNamespace
 
     from cli.airflow_env import airflow_home
-    from hooks.local_process import RunAbortMarker
-    from hooks.run_restarts import LocalRunRestarts
     from octotrain.contracts import PLATFORM_ENV_NAMES, NodeFolders
     from octotrain.run_layout import RunLayout
     from octotrain.settings import DEFAULTS_FILE, ENV_PREFIX
@@ -128,6 +124,8 @@ def run_folder_reference() -> str:
         rows.append(f"| `{shown}` | `{code}` | {meaning} |")
 
     for name, member in documented_members(RunLayout, "Path", "NodeFolders"):
+        if name in ("path", "create_node_folders"):  # the mapping, said below; a maker
+            continue
         found = _evaluated(layout, name, member)
         if found == run_dir:  # the folder itself, named above the table
             continue
@@ -140,13 +138,15 @@ def run_folder_reference() -> str:
                     f"the node's `{variable}` (the environment contract)", folder=True)  # fmt: skip
         else:
             row(found, f"RunLayout.{name}", _doc(member), folder=name.endswith("_dir"))
-    row(RunAbortMarker(run_dir).path, "local_process.RunAbortMarker", _doc(RunAbortMarker))
-    restarts = LocalRunRestarts(run_dir).folder
-    row(restarts, "run_restarts.LocalRunRestarts", _doc(LocalRunRestarts), folder=True)
+    sample = layout.objects.abort_flag
     return (
         "\n".join(state) + "\n\n"
         f"Each run has its folder, `{run_dir}` (`RunLayout.run_dir`, `runs_dir` above), on the "
-        "machine that runs its nodes:\n\n" + "\n".join(rows) + "\n"
+        "machine that runs its nodes. Every key of the run (the table of the object store "
+        "above) is the same path below it (`RunLayout.path`): the abort flag "
+        f"`{sample}` is `{layout.path(sample)}`, so `collect_logs` uploads the folder as it "
+        "is, all but the nodes' working folders. The ones the local launcher's stages use by "
+        "their path:\n\n" + "\n".join(rows) + "\n"
     )
 
 

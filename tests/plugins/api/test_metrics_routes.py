@@ -16,6 +16,7 @@ import pytest
 from hooks.catalog import default_catalog
 from hooks.chart_series_index import index_node_charts
 from hooks.object_store import upload_folder
+from hooks.run_files import StoreRunFiles
 from hooks.run_metrics import forget_charts
 from octotrain.catalog.models import Run, RunState
 from octotrain.planning import run_key
@@ -123,7 +124,7 @@ def test_a_collected_run_is_answered_from_its_index(
     alice = api.as_user("alice")
     paths = (f"{base}/metrics/loss", f"{base}/metrics/loss/csv")
     parsed = [api.client.get(path, headers=alice).content for path in paths]
-    assert index_node_charts(api.store, layout.objects, "distributed-0")
+    assert index_node_charts(api.store, StoreRunFiles(api.store, layout.objects), "distributed-0")
     forget_charts()  # a fresh api-server
     monkeypatch.setattr("octotrain.metrics_series.ChartColumns._parse", None)  # never called
     assert [api.client.get(path, headers=alice).content for path in paths] == parsed

@@ -9,21 +9,23 @@ from datetime import UTC, datetime, timedelta
 
 from hooks.catalog import default_catalog
 from hooks.local_admission import machine_capacity
-from hooks.run_progress import phase_file_sink
+from hooks.run_files import FolderRunFiles
+from hooks.run_progress import phase_sink
 from octotrain.admission import Demand
 from octotrain.catalog.admissions import request_admission, settle_admissions
 from octotrain.catalog.models import Run, RunState
 from octotrain.node_progress import Phase, PhaseRecord
 from tests.plugins.api.conftest import Api
 from tests.plugins.api.test_metrics_routes import new_run
+from tests.stored_run_files import made
 
 
 def test_each_node_and_the_run(api: Api) -> None:
     base, layout = new_run(api, "progress-shown")
     now = time.time()
-    phase_file_sink(layout.phase_path("distributed-0"))(PhaseRecord(Phase.TRAINING, now, now))
+    phase_sink(FolderRunFiles(layout), "distributed-0")(PhaseRecord(Phase.TRAINING, now, now))
     samples = [{"time": now - 18 + 2 * n, "current": 10 * n, "total": 1000} for n in range(10)]
-    layout.progress_path("distributed-0").write_text(
+    made(layout.progress_path("distributed-0")).write_text(
         "".join(json.dumps(sample) + "\n" for sample in samples)
     )
     answer = api.client.get(f"{base}/progress", headers=api.as_user("alice"))
@@ -40,8 +42,8 @@ def test_each_node_and_the_run(api: Api) -> None:
         "eta_seconds": None, "current": None, "total": None, "bytes_done": None,
         "bytes_total": None,
     }  # fmt: skip
-    phase_file_sink(layout.phase_path("distributed-1"))(PhaseRecord(Phase.TRAINING, now, now))
-    layout.progress_path("distributed-1").write_text(
+    phase_sink(FolderRunFiles(layout), "distributed-1")(PhaseRecord(Phase.TRAINING, now, now))
+    made(layout.progress_path("distributed-1")).write_text(
         "".join(
             json.dumps(sample | {"current": sample["current"] / 2}) + "\n" for sample in samples
         )

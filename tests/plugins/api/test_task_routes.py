@@ -18,12 +18,13 @@ from sqlalchemy import delete, select
 from hooks.catalog import default_catalog
 from hooks.checkpoint_sync import CheckpointSync
 from hooks.dag_runs import TriggeredRun
-from hooks.local_process import RunAbortMarker
 from hooks.object_store import default_object_store
+from hooks.run_abort import RunAbortMarker
+from hooks.run_files import FolderRunFiles
 from octotrain.catalog.models import Run, RunState
 from octotrain.errors import Conflict
 from octotrain.planning import run_key
-from octotrain.run_layout import RunObjects
+from octotrain.run_layout import RunLayout, RunObjects
 from octotrain.settings import get_settings
 from plugins.api import task_routes
 from tests.factories import VALID_TASK
@@ -162,8 +163,8 @@ def test_stopping_a_run_raises_its_flag_for_the_user_and_refuses_ended_runs(api:
     assert answer.json()["noted_in_airflow"] is True
     assert note is not None and note.startswith("retrain of #12\n\n**Stopped by alice** at ")
     assert by == "alice"
-    run_dir = get_settings().runs_dir / str(task["id"]) / run_key("manual__stop")
-    flag = RunAbortMarker(run_dir).flag()
+    layout = RunLayout(get_settings().runs_dir, task["id"], run_key("manual__stop"))
+    flag = RunAbortMarker(FolderRunFiles(layout)).flag()
     assert flag is not None and flag.by_user and flag.reason == "stopped by alice"
     assert flag.at  # when: the run's message says it once the run has stopped
     again = api.client.post(stop, headers=alice)  # the first stop holds: no second note

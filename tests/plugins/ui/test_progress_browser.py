@@ -14,7 +14,8 @@ from playwright.sync_api import expect
 
 from hooks.catalog import default_catalog
 from hooks.local_admission import machine_capacity
-from hooks.run_progress import phase_file_sink
+from hooks.run_files import FolderRunFiles
+from hooks.run_progress import phase_sink
 from octotrain.admission import Demand
 from octotrain.catalog.admissions import request_admission, settle_admissions
 from octotrain.node_progress import Phase, PhaseRecord
@@ -22,19 +23,20 @@ from plugins.api.app import create_app
 from tests.browser import chromium, screenshot_path, serving
 from tests.plugins.api.conftest import Api, token
 from tests.plugins.api.test_metrics_routes import new_run
+from tests.stored_run_files import made
 
 
 @pytest.mark.parametrize("api", ["sqlite"], indirect=True)
 def test_a_live_runs_progress_in_a_browser(api: Api) -> None:
     base, layout = new_run(api, "progress-page")
     now = time.time()
-    phase_file_sink(layout.phase_path("distributed-0"))(PhaseRecord(Phase.TRAINING, now, now))
+    phase_sink(FolderRunFiles(layout), "distributed-0")(PhaseRecord(Phase.TRAINING, now, now))
     samples = [{"time": now - 18 + 2 * n, "current": 10 * n, "total": 1000} for n in range(10)]
-    layout.progress_path("distributed-0").write_text(
+    made(layout.progress_path("distributed-0")).write_text(
         "".join(json.dumps(sample) + "\n" for sample in samples)
     )
     staging = PhaseRecord(Phase.STAGING, now - 10, now, 256 << 20, 1024 << 20)
-    phase_file_sink(layout.phase_path("distributed-1"))(staging)
+    phase_sink(FolderRunFiles(layout), "distributed-1")(staging)
     page_path = base.removeprefix("/api/v1").replace("/tasks/", "/ui/tasks/", 1)
     holding, _ = new_run(api, "progress-holding")
     waiting, _ = new_run(api, "progress-queued")
