@@ -57,7 +57,7 @@ from bench.scale_kubernetes import (
     BenchCluster,
     on_control_plane,
 )
-from hooks.kueue_quota import pod_requests
+from hooks.kubernetes.kueue_quota import pod_requests
 from octotrain.catalog.models import Run, as_utc
 from octotrain.pods import LABEL_RUN, LABEL_TASK, TRAIN_CONTAINER
 from tests.config.rbac import KUEUE_RBAC_FILE, apply_shipped

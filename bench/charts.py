@@ -152,11 +152,11 @@ def main() -> None:
         from airflow.api_fastapi.app import create_auth_manager
         from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
 
-        from hooks.chart_series_index import index_node_charts
-        from hooks.local_process import free_port
-        from hooks.object_store import default_object_store
-        from hooks.run_files import FolderRunFiles
-        from hooks.run_metrics import forget_charts
+        from hooks.local.local_process import free_port
+        from hooks.runs.chart_series_index import index_node_charts
+        from hooks.runs.run_files import FolderRunFiles
+        from hooks.runs.run_metrics import forget_charts
+        from hooks.storage.object_store import default_object_store
 
         task_id, run_id, layout = setup(root, points)
         token = create_auth_manager().generate_jwt(

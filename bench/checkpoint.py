@@ -53,14 +53,14 @@ from typing import Any
 from boto3.s3.transfer import TransferConfig, create_transfer_manager
 
 from bench.staging import CHUNK_MIB, CONCURRENCY, product_store, s3_server, timed
-from hooks.checkpoint_sync import (
+from hooks.runs.checkpoint_sync import (
     BackgroundCheckpointSync,
     CheckpointSync,
     read_manifest,
     restore_checkpoint,
 )
-from hooks.local_store import LocalFolderStore
-from hooks.s3_store import S3Store
+from hooks.storage.local_store import LocalFolderStore
+from hooks.storage.s3_store import S3Store
 from octotrain.run_layout import RunObjects
 from octotrain.storage import ObjectStore
 from tests.radosgw import pids_in

@@ -33,7 +33,7 @@ def seed_catalog(state: Path, tasks: int) -> None:
     measures listing them, not creating them)."""
     from cli.demo import seed_demo
     from hooks.catalog import CatalogHook
-    from hooks.local_store import LocalFolderStore
+    from hooks.storage.local_store import LocalFolderStore
     from octotrain.catalog.models import TrainingTask
 
     catalog = CatalogHook(f"sqlite:///{state / 'catalog.db'}")

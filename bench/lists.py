@@ -45,7 +45,7 @@ def build(root: Path, *, tasks: int, runs: int, versions: int) -> int:
     """The demo catalog grown to the given sizes; returns the task whose runs are listed."""
     from cli.demo import seed_demo
     from hooks.catalog import CatalogHook
-    from hooks.local_store import LocalFolderStore
+    from hooks.storage.local_store import LocalFolderStore
     from octotrain.catalog.models import (
         DatasetVersion,
         DatasetVersionStatus,
@@ -91,7 +91,7 @@ def measure(root: Path, task_id: int, repeat: int, headers: dict[str, str]) -> d
     import httpx
 
     from hooks.catalog import catalog_for
-    from hooks.local_process import free_port
+    from hooks.local.local_process import free_port
     from octotrain.settings import get_settings
 
     os.environ["OCTOTRAIN_STATE_DIR"] = str(root / "state")

@@ -58,8 +58,8 @@ import sqlalchemy
 from sqlalchemy import select
 
 from hooks.catalog import CatalogHook
-from hooks.local_process import AGENT_DIR
-from hooks.local_store import PARTIAL_MARKER, LocalFolderStore
+from hooks.local.local_process import AGENT_DIR
+from hooks.storage.local_store import PARTIAL_MARKER, LocalFolderStore
 from octotrain.catalog.models import ModelRepository, ModelVersion, Run, RunState
 from octotrain.catalog.named_objects import ModelRepositories
 from octotrain.planning import run_key

@@ -36,11 +36,11 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from bench.staging import s3_server
-from hooks.local_store import LocalFolderStore
-from hooks.log_search import search
-from hooks.run_files import StoreRunFiles
-from hooks.run_logs import RunLogs
-from hooks.s3_store import S3Store
+from hooks.runs.log_search import search
+from hooks.runs.run_files import StoreRunFiles
+from hooks.runs.run_logs import RunLogs
+from hooks.storage.local_store import LocalFolderStore
+from hooks.storage.s3_store import S3Store
 from octotrain.contracts import NodeLogNames
 from octotrain.log_search import SearchQuery
 from octotrain.log_text import page_after, page_before, tail

@@ -53,7 +53,7 @@ def octotrain_pods(catalog_url: str, task_id: int) -> list[Any]:
     from octotrain.planning import build_run_plan
     from octotrain.pods import master_address
     from octotrain.tasks import Tasks
-    from operators.launch_pod import LaunchNodePodOperator
+    from operators.kubernetes.launch_pod import LaunchNodePodOperator
 
     catalog = CatalogHook(catalog_url)
     with catalog.session() as session:

@@ -45,10 +45,10 @@ from typing import Any
 
 from boto3.s3.transfer import TransferConfig, create_transfer_manager
 
-from hooks.local_store import LocalFolderStore, local_concurrency
-from hooks.node_cache import NodeCache, discard
-from hooks.s3_store import S3Store, s3_store_from_url
-from hooks.staging import StageTarget, stage_node
+from hooks.inputs.node_cache import NodeCache, discard
+from hooks.inputs.staging import StageTarget, stage_node
+from hooks.storage.local_store import LocalFolderStore, local_concurrency
+from hooks.storage.s3_store import S3Store, s3_store_from_url
 from octotrain.input_sources import StageSource
 from octotrain.manifests import content_digest, manifest_of
 from octotrain.storage import ObjectStore
@@ -293,7 +293,7 @@ def demo_archiver(store: ObjectStore, root: Path) -> Callable[[int], Callable[[P
     (SQLite catalog; the run is prepared outside the measure)."""
     from cli.demo import seed_demo
     from hooks.catalog import CatalogHook
-    from hooks.model_archive import archive_outputs
+    from hooks.runs.model_archive import archive_outputs
     from octotrain.catalog.models import Run, RunState, TrainingTask
     from octotrain.planning import build_run_plan
 

@@ -83,7 +83,7 @@ def build_catalog(url: str, root: Path) -> dict[str, object]:
     """The demo project, a 64-node ModelArts spec and 20 dataset versions; returns the task."""
     from cli.demo import seed_demo
     from hooks.catalog import CatalogHook
-    from hooks.local_store import LocalFolderStore
+    from hooks.storage.local_store import LocalFolderStore
     from octotrain.catalog.access import Scope
     from octotrain.catalog.dataset_versions import DatasetVersions
     from octotrain.catalog.named_objects import Datasets, ResourceSpecs
@@ -149,7 +149,7 @@ def bench_backend(backend: str, runs: int) -> list[tuple[str, list[float]]]:
     from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
 
     from hooks.catalog import CatalogHook, catalog_for
-    from hooks.local_process import free_port
+    from hooks.local.local_process import free_port
     from octotrain.catalog.access import Scope
     from octotrain.settings import get_settings
     from octotrain.task_rules import check_task

@@ -16,7 +16,7 @@ import numpy as np
 import yaml
 
 from hooks.catalog import CatalogHook
-from hooks.object_store import upload_folder
+from hooks.storage.object_store import upload_folder
 from octotrain.catalog.access import Scope
 from octotrain.catalog.algorithm_code import AlgorithmCodes
 from octotrain.catalog.dataset_versions import DatasetVersions

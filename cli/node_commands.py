@@ -1,5 +1,5 @@
 """``octotrain node stage|sync``: the init and sidecar containers of a training pod (run by
-the Octotrain image; see octotrain/pods.py and hooks/pod_node.py)."""
+the Octotrain image; see octotrain/pods.py and hooks/kubernetes/pod_node.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Annotated
 import typer
 
 from cli.lazy_commands import help_of
-from hooks.node_cache import NodeCache
-from hooks.object_store import default_object_store
-from hooks.pod_node import NodeSync, stage_pod_node
+from hooks.inputs.node_cache import NodeCache
+from hooks.kubernetes.pod_node import NodeSync, stage_pod_node
+from hooks.storage.object_store import default_object_store
 from octotrain.settings import get_settings
 
 nodes_app = typer.Typer(help=help_of("node"))

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from rich.cells import cell_len
 from sqlalchemy.exc import DBAPIError
 
-from hooks.airflow_api_error import AirflowApiError
+from hooks.airflow.airflow_api_error import AirflowApiError
 from octotrain.errors import (
     LISTED_PROBLEMS,
     CatalogError,

@@ -13,10 +13,10 @@ from cli.log_commands import task_logs
 from cli.output import FileOption, JsonOption, load_document, reported, show, show_list
 from cli.run_option import RUN_HELP, run_named
 from cli.session import catalog_session, cli_scope
-from hooks.airflow_api_error import AirflowApiError
-from hooks.object_store import default_object_store
-from hooks.run_resume import why_not_resumed
-from hooks.run_stops import request_stop
+from hooks.airflow.airflow_api_error import AirflowApiError
+from hooks.runs.run_resume import why_not_resumed
+from hooks.runs.run_stops import request_stop
+from hooks.storage.object_store import default_object_store
 from octotrain.catalog.paging import every_item
 from octotrain.catalog.views import RunView, TaskView
 from octotrain.contracts import dag_id_for
@@ -115,7 +115,7 @@ def delete_task(task_id: TaskId, as_json: JsonOption = False) -> None:
 def _retire_over_rest(task_id: int, *, reason: str) -> None:
     """Tell Airflow, which may not be running: the DAG then goes at its next parse."""
     # Imported here: the HTTP client only where a command talks to Airflow (bench.cli).
-    from hooks.airflow_rest import AirflowRestClient
+    from hooks.airflow.airflow_rest import AirflowRestClient
 
     try:
         done = AirflowRestClient.from_settings(get_settings()).retire_dag(
@@ -176,7 +176,12 @@ def _trigger(
     ``wait``). Secret values are held apart from the conf Airflow keeps (``octotrain.secrets``),
     in the queued run; a trigger that fails removes it."""
     # Imported here: the HTTP client only where a command talks to Airflow (bench.cli).
-    from hooks.airflow_rest import TERMINAL_RUN_STATES, AirflowRestClient, new_run_id, wait_until
+    from hooks.airflow.airflow_rest import (
+        TERMINAL_RUN_STATES,
+        AirflowRestClient,
+        new_run_id,
+        wait_until,
+    )
 
     dag_id = dag_id_for(task_id)
     run_id = new_run_id()
@@ -255,7 +260,7 @@ def _note_over_rest(task_id: int, run_id: str, *, note: str) -> bool:
     """Put the stop's note on the run in Airflow, which may not be reachable from here: the
     run stops all the same (the flag is up), only Airflow's page of it does not say why."""
     # Imported here: the HTTP client only where a command talks to Airflow (bench.cli).
-    from hooks.airflow_rest import AirflowRestClient
+    from hooks.airflow.airflow_rest import AirflowRestClient
 
     try:
         AirflowRestClient.from_settings(get_settings()).add_run_note(
@@ -289,7 +294,7 @@ QUEUED_RUN_COLUMNS = ["id", "airflow_run_id", "state", "node_count", "started_at
 @tasks_app.command("runs", help="The task's runs; an active run's place in its queue, and why.")
 def task_runs(task_id: TaskId, as_json: JsonOption = False) -> None:
     # Imported here: a queue on the cluster is read with the Kubernetes client (bench.cli).
-    from hooks.run_admission import queue_state
+    from hooks.runs.run_admission import queue_state
 
     now = datetime.now(UTC)
     with reported(as_json=as_json), catalog_session() as session:

@@ -11,7 +11,6 @@ deletes the run's headless Service whatever happens).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -19,10 +18,8 @@ from airflow.sdk import (
     DAG,
     AssetAny,
     AssetOrTimeSchedule,
-    BaseOperator,
     CronTriggerTimetable,
     ParamsDict,
-    TriggerRule,
     WeightRule,
     conf,
 )
@@ -31,11 +28,8 @@ from sqlalchemy.orm import Session
 
 from dags.run_callbacks import end_catalog_run_failed
 from dags.run_params import run_params
+from hooks.airflow.dataset_assets import dataset_asset
 from hooks.catalog import CatalogHook
-from hooks.dataset_assets import dataset_asset
-from hooks.launchers import configured_launcher
-from hooks.local_launcher import LocalLauncher
-from hooks.pod_launcher import PodLauncher
 from octotrain.catalog.models import Algorithm, Project, ResourceSpec, TrainingTask
 from octotrain.console_urls import console_page
 from octotrain.contracts import dag_id_for, task_id_from_dag_id
@@ -43,9 +37,7 @@ from octotrain.run_settings import run_node_limit
 from octotrain.schedules import CRON_PRESETS
 from octotrain.task_spec import TaskSpec
 from operators.archive_model import ArchiveModelOperator
-from operators.collect_logs import CollectLogsOperator
-from operators.launch_local import LaunchLocalNodeOperator
-from operators.stage_data import StageDataOperator
+from operators.launcher_stages import configured_stages
 from operators.validate import ValidateTaskOperator
 
 # Task priority [-50, 50] becomes an absolute Airflow priority weight in [1, 101].
@@ -105,7 +97,7 @@ def build_task_dag(
     the configured launcher; ``algorithm`` and ``resource_spec`` (the task's, when they still
     exist) give the trigger form its fields."""
     spec = spec or task.document
-    launcher_stages = LAUNCHER_STAGES[type(configured_launcher())]
+    launcher_stages = configured_stages()
     with DAG(
         **(dag_defaults or airflow_dag_defaults()),
         dag_id=dag_id_for(task.id),
@@ -143,39 +135,6 @@ def build_task_dag(
     # does for every task; the trigger and the task runner read the DAG's Params, not those.
     dag.params = ParamsDict(run_params(task, spec, algorithm, resource_spec))
     return dag
-
-
-def _local_stages(validate: BaseOperator, _archive: BaseOperator) -> tuple[BaseOperator, Any, Any]:
-    """stage_data, launch (a process per node) and collect_logs of the local launcher."""
-    stage = StageDataOperator(task_id="stage_data")
-    launch = LaunchLocalNodeOperator.partial(
-        task_id="launch", map_index_template="{{ task.node_index }}"
-    ).expand(node_index=validate.output)
-    collect = CollectLogsOperator(task_id="collect_logs", trigger_rule=TriggerRule.ALL_DONE)
-    return stage, launch, collect
-
-
-def _pod_stages(validate: BaseOperator, archive: BaseOperator) -> tuple[BaseOperator, Any, Any]:
-    """stage_data, launch (a pod per node) and collect_logs of the Kubernetes launcher, and the
-    teardown that deletes the run's Service.
-
-    Imported here, not at the top: the cncf.kubernetes provider and the kubernetes clients take
-    about 2 s to import, which every task process of the local launcher would otherwise pay
-    when it parses this DAG file (bench.trigger measures it).
-    """
-    from operators.collect_pod_logs import CollectPodLogsOperator
-    from operators.delete_service import DeleteRunServiceOperator
-    from operators.launch_pod import LaunchNodePodOperator
-    from operators.prepare_pods import PreparePodsOperator
-
-    stage = PreparePodsOperator(task_id="stage_data")
-    launch = LaunchNodePodOperator.partial(
-        task_id="launch", map_index_template="{{ task.node_index }}"
-    ).expand(node_index=validate.output)
-    collect = CollectPodLogsOperator(task_id="collect_logs", trigger_rule=TriggerRule.ALL_DONE)
-    teardown = DeleteRunServiceOperator(task_id="delete_service").as_teardown(setups=stage)
-    [collect, archive] >> teardown
-    return stage, launch, collect
 
 
 def build_all_dags(
@@ -226,8 +185,3 @@ def _by_project_and_name(
     tasks' DAGs."""
     rows = session.scalars(select(model).where(model.project_id.in_(project_ids)))
     return {(row.project_id, row.name): row for row in rows}
-
-
-# The stages that go with each launcher (hooks/launchers.py picks the launcher).
-StageBuilder = Callable[[BaseOperator, BaseOperator], tuple[BaseOperator, Any, Any]]
-LAUNCHER_STAGES: dict[type, StageBuilder] = {LocalLauncher: _local_stages, PodLauncher: _pod_stages}

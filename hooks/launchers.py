@@ -4,8 +4,8 @@ stages that go with it, keyed the same)."""
 
 from __future__ import annotations
 
-from hooks.local_launcher import LocalLauncher
-from hooks.pod_launcher import PodLauncher
+from hooks.kubernetes.pod_launcher import PodLauncher
+from hooks.local.local_launcher import LocalLauncher
 from octotrain.catalog.models import Run
 from octotrain.launcher import Launcher
 from octotrain.planning import recorded_plan

@@ -22,7 +22,7 @@ rules are followed where they apply:
   the run starts anything (``too_large``), never left waiting forever.
 
 Nothing here reads a clock, a database or Airflow: ``octotrain.catalog.admissions`` keeps the
-claims, ``hooks/local_admission.py`` knows the machine.
+claims, ``hooks/local/local_admission.py`` knows the machine.
 """
 
 from __future__ import annotations

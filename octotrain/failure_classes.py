@@ -50,8 +50,8 @@ TRANSIENT_PULL_WORDS = (
     "internal server error", "eof",
 )  # fmt: skip
 TRAIN_CONTAINER = "base"
-# How the object store says it gave up on an operation after its retries (``hooks/s3_store``):
-# unreachable for a while, not bad input.
+# How the object store says it gave up on an operation after its retries
+# (``hooks/storage/s3_store``): unreachable for a while, not bad input.
 STORE_UNAVAILABLE = re.compile(r"cannot .+ at \S+ after \d+ attempts|cut off \d+ times")
 # The exit status of a process killed by a signal is above this (128 + the signal).
 SIGNAL_EXIT_BASE = 128

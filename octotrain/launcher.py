@@ -2,9 +2,9 @@
 console's pages need from it beyond their own work, so that nothing asks which launcher is
 configured (nor guesses it by looking for a file).
 
-Two implementations: ``hooks/local_launcher.py`` (a process per node on the worker, files in
-the run folder) and ``hooks/pod_launcher.py`` (a pod per node, files in the object store);
-``hooks/launchers.configured_launcher`` picks the configured one, and the DAG factory the
+Two implementations: ``hooks/local/local_launcher.py`` (a process per node on the worker, files in
+the run folder) and ``hooks/kubernetes/pod_launcher.py`` (a pod per node, files in the object
+store); ``hooks/launchers.configured_launcher`` picks the configured one, and the DAG factory the
 stages that go with it, each once.
 """
 

@@ -1,6 +1,6 @@
 """What Octotrain's Kubernetes launcher must be allowed in its training namespace: the one list
-that the launcher checks before a run creates anything (``hooks.kubernetes_access``) and that
-the shipped Role (``config/kubernetes/rbac.yaml``) grants, no more and no less (a test holds
+that the launcher checks before a run creates anything (``hooks.kubernetes.kubernetes_access``) and
+that the shipped Role (``config/kubernetes/rbac.yaml``) grants, no more and no less (a test holds
 the two together); and, when Kueue admits the runs' pods, what ``rbac-kueue.yaml`` grants
 beside it."""
 
@@ -43,8 +43,8 @@ LAUNCHER_PERMISSIONS: tuple[Permission, ...] = (
 
 
 # Beside them with admission = "kueue": the LocalQueue of a run's project, checked before the run,
-# and the runs' Workloads, read for where a waiting run stands (hooks/kueue_workloads.py) and
-# deleted with the run's other objects.
+# and the runs' Workloads, read for where a waiting run stands (hooks/kubernetes/kueue_workloads.py)
+# and deleted with the run's other objects.
 KUEUE_PERMISSIONS: tuple[Permission, ...] = (
     Permission("kueue.x-k8s.io", "localqueues", "get", granted_by=KUEUE_RBAC_FILE),
     Permission("kueue.x-k8s.io", "workloads", "get", granted_by=KUEUE_RBAC_FILE),

@@ -64,7 +64,9 @@ EXIT_FILE = f"{WORK_DIR}/exit-code"
 UPLOAD_DONE_FILE = f"{WORK_DIR}/upload-done"
 SYNC_READY_FILE = f"{WORK_DIR}/sync-ready"
 RESOURCES_FILE = f"{WORK_DIR}/resources.jsonl"
-NODE_PHASE_FILE = f"{WORK_DIR}/{PHASE_FILE}"  # the sidecar syncs both (hooks/pod_node.py)
+NODE_PHASE_FILE = (
+    f"{WORK_DIR}/{PHASE_FILE}"  # the sidecar syncs both (hooks/kubernetes/pod_node.py)
+)
 NODE_PROGRESS_FILE = f"{WORK_DIR}/{PROGRESS_SAMPLES_FILE}"
 LABEL_TASK = "octotrain.io/task"
 LABEL_RUN = "octotrain.io/run"

@@ -3,7 +3,7 @@ nodes, the object store, or the folder while the run is live and the store after
 
 Files are addressed only by ``RunObjects`` keys (``octotrain/run_layout.py``), the one spelling
 of a run's files; each holder maps a key to where it keeps it. The adapters are in
-``hooks/run_files.py``, and the configured launcher says which one holds a run's files
+``hooks/runs/run_files.py``, and the configured launcher says which one holds a run's files
 (``octotrain.launcher.Launcher.run_files``), so no reader guesses by looking for a file.
 """
 
@@ -27,7 +27,7 @@ class RunFiles(Protocol):
 
     def holder(self, key: str) -> RunFiles:
         """The holder that has ``key`` (a file, or a folder's files): itself, or the one of
-        two it reads first (``hooks.run_files.LiveThenStoreRunFiles``)."""
+        two it reads first (``hooks.runs.run_files.LiveThenStoreRunFiles``)."""
 
     def read(self, key: str) -> bytes | None:
         """The whole file, or None when there is none."""

@@ -28,7 +28,8 @@ TAIL_HEADING = "the last lines of the train log:"
 TAIL_READ_BYTES = 64 * 1024
 # How many node names the run's message lists before it only counts the others.
 MESSAGE_NODE_NAMES = 8
-# The init log's line for a failed staging (operators/stage_data.py, hooks/pod_node.py).
+# The init log's line for a failed staging (operators/local/stage_data.py,
+# hooks/kubernetes/pod_node.py).
 _STAGING_FAILED = re.compile(r"ERROR staging failed: (.+)$")
 # What programs print when an allocation fails (Python, C, C++, Rust, the JVM).
 _ALLOCATION_FAILED = re.compile(

@@ -1,7 +1,7 @@
 """``archive_model``: the run's OUTPUT becomes the next version of the output repository.
 
 Only after every node succeeded (trigger rule ``all_success`` on the launches); all or nothing
-(``hooks/model_archive``): a failed archive leaves no visible version and no objects, and ends
+(``hooks/runs/model_archive``): a failed archive leaves no visible version and no objects, and ends
 the catalog's run failed. Nodes' OUTPUT folders are merged (a shared output location, as on
 the original platform); two nodes writing different content to the same path is an error.
 Where the OUTPUT folders are is the launcher's to say (the run folder, or what the pods'
@@ -21,7 +21,7 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from hooks.catalog import CatalogHook, default_catalog
 from hooks.launchers import configured_launcher
-from hooks.model_archive import ArchiveFailed, NoModelWritten
+from hooks.runs.model_archive import ArchiveFailed, NoModelWritten
 from octotrain.catalog.models import ModelVersion, Run, RunState
 from octotrain.contracts import NodeLogNames
 from octotrain.planning import RunPlan

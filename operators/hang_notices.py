@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from hooks.catalog import default_catalog
-from hooks.pod_launcher import pod_run_files
+from hooks.kubernetes.pod_launcher import pod_run_files
 from octotrain.hang_detection import HungNode
 from octotrain.planning import RunPlan
 from octotrain.run_files import read_json

@@ -11,7 +11,7 @@ from typing import Any
 from airflow.sdk import BaseOperator, Context
 
 from hooks.catalog import default_catalog
-from hooks.object_store import default_object_store
+from hooks.storage.object_store import default_object_store
 from octotrain.catalog.data_caches import fill_waiting_caches
 from octotrain.catalog.orphans import orphan_prefixes
 

@@ -14,7 +14,7 @@ import uvicorn
 from fastapi import FastAPI
 from playwright.sync_api import Browser, expect, sync_playwright
 
-from hooks.local_process import free_port
+from hooks.local.local_process import free_port
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]

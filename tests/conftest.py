@@ -44,7 +44,7 @@ import sqlalchemy  # noqa: E402
 from sqlalchemy.orm import Session  # noqa: E402
 
 from hooks.catalog import CatalogHook  # noqa: E402
-from hooks.local_store import LocalFolderStore  # noqa: E402
+from hooks.storage.local_store import LocalFolderStore  # noqa: E402
 from octotrain.settings import get_settings  # noqa: E402
 from tests.factories import build_rule_catalog  # noqa: E402
 from tests.k8s_control_plane import (  # noqa: E402

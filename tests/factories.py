@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from cli.demo import DemoSeed, seed_demo
 from hooks.catalog import CatalogHook
-from hooks.object_store import default_object_store
+from hooks.storage.object_store import default_object_store
 from octotrain.catalog.access import Scope
 from octotrain.catalog.data_caches import DataCaches, fill_cache
 from octotrain.catalog.dataset_versions import DatasetVersions

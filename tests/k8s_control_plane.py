@@ -35,7 +35,7 @@ from typing import Any
 import httpx
 import yaml
 
-from hooks.local_process import free_port
+from hooks.local.local_process import free_port
 from octotrain.settings import REPO_ROOT
 
 BUILD = REPO_ROOT / "tools" / "k8s" / "build.sh"

@@ -4,8 +4,8 @@ next N requests of a method on a path get a 429 or a 5xx (with a ``Status`` body
 front of it) answers; every other request is passed to the apiserver as its admin, and its
 answer passed back. It records every request, so a test can count a client's tries.
 
-For the tests of a client's retries (``hooks.kubernetes_retry``): a real control plane cannot
-be made to fail one request cheaply. It serves plain HTTP on 127.0.0.1 and needs no
+For the tests of a client's retries (``hooks.kubernetes.kubernetes_retry``): a real control plane
+cannot be made to fail one request cheaply. It serves plain HTTP on 127.0.0.1 and needs no
 credentials (``write_kubeconfig``); it is stopped with its context. Test equipment."""
 
 from __future__ import annotations

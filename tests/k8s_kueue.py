@@ -30,7 +30,7 @@ from typing import Any
 import httpx
 import yaml
 
-from hooks.local_process import free_port
+from hooks.local.local_process import free_port
 from octotrain.settings import REPO_ROOT
 from tests.k8s_control_plane import (
     BUILD,

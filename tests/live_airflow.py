@@ -30,8 +30,8 @@ from cli.airflow_env import RUN_LATENCY_SETTINGS
 from cli.airflow_sqlite import BUSY_TIMEOUT_SECONDS, sqlite_contention_settings
 from cli.demo import DemoSeed
 from hooks.catalog import CatalogHook
-from hooks.local_process import free_port
-from hooks.object_store import default_object_store
+from hooks.local.local_process import free_port
+from hooks.storage.object_store import default_object_store
 from octotrain.settings import REPO_ROOT, get_settings
 from octotrain.storage import ObjectStore
 from tests.factories import seed

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import httpx
 
-from hooks.local_process import free_port
+from hooks.local.local_process import free_port
 
 PACKAGES = {"ceph-mon": "ceph-mon", "ceph-osd": "ceph-osd", "radosgw": "radosgw"}
 INSTALL_HINT = "apt-get install -y radosgw ceph-mon ceph-osd"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hooks.local_store import LocalFolderStore
+from hooks.storage.local_store import LocalFolderStore
 from octotrain.storage import ObjectInfo, ObjectStoreUnavailable
 
 

@@ -1,12 +1,12 @@
 """A run's files read and written in a store by key, for tests that set up or look at what a
-pod's containers or a stage leave there (``hooks.run_files.StoreRunFiles``)."""
+pod's containers or a stage leave there (``hooks.runs.run_files.StoreRunFiles``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from hooks.run_files import StoreRunFiles
+from hooks.runs.run_files import StoreRunFiles
 from octotrain.run_files import read_json, read_text
 from octotrain.run_layout import RunObjects
 from octotrain.storage import ObjectStore

@@ -2,7 +2,8 @@
 that range (no exact pin), the lock resolves Airflow inside it, and this environment has the
 locked Airflow. An upgrade within the range is ``uv lock --upgrade-package apache-airflow
 --upgrade-package apache-airflow-core --upgrade-package apache-airflow-task-sdk``, after which
-``tests/hooks/test_airflow_compat.py`` says whether the internals Octotrain uses still hold."""
+``tests/hooks/airflow/test_airflow_compat.py`` says whether the internals Octotrain uses still
+hold."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from fastapi import APIRouter, Depends, File, UploadFile
 from sqlalchemy.orm import Session
 
 from hooks.catalog import default_catalog
-from hooks.object_store import default_object_store
+from hooks.storage.object_store import default_object_store
 from octotrain.catalog.access import Scope
 from octotrain.catalog.algorithm_code import AlgorithmCodes
 from octotrain.catalog.views import AlgorithmCodeFilesView, AlgorithmCodeView

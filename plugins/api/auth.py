@@ -10,7 +10,7 @@ from airflow.api_fastapi.auth.managers.models.base_user import BaseUser
 from airflow.api_fastapi.core_api.security import get_user
 from fastapi import Depends
 
-from hooks.airflow_compat import auth_manager, fab_user_may_edit_roles, simple_user_is_admin
+from hooks.airflow.airflow_compat import auth_manager, fab_user_may_edit_roles, simple_user_is_admin
 from octotrain.catalog.access import Scope
 
 

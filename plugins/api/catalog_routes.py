@@ -14,9 +14,9 @@ from airflow.api_fastapi.core_api.security import get_user
 from fastapi import APIRouter, Body, Depends, File, Form, Path, Response, UploadFile
 from sqlalchemy.orm import Session
 
+from hooks.airflow.dataset_assets import announce_published
 from hooks.catalog import default_catalog
-from hooks.dataset_assets import announce_published
-from hooks.object_store import default_object_store
+from hooks.storage.object_store import default_object_store
 from octotrain.catalog.access import Scope
 from octotrain.catalog.data_caches import DataCaches
 from octotrain.catalog.dataset_versions import DatasetVersions

@@ -17,7 +17,7 @@ from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel
 
 from hooks.catalog import default_catalog
-from hooks.run_metrics import RunMetrics, chart_finals, first_node, metrics_of, node_charts
+from hooks.runs.run_metrics import RunMetrics, chart_finals, first_node, metrics_of, node_charts
 from octotrain.catalog.compared_runs import ComparedRun, compared_runs, retraining_runs
 from octotrain.catalog.models import Run, as_utc
 from octotrain.errors import NotFound

@@ -18,8 +18,8 @@ from fastapi.responses import FileResponse, StreamingResponse
 from pydantic import BaseModel
 
 from hooks.catalog import default_catalog
-from hooks.log_search import search
-from hooks.run_logs import LogFile, RunLogs, run_logs_of
+from hooks.runs.log_search import search
+from hooks.runs.run_logs import LogFile, RunLogs, run_logs_of
 from octotrain.catalog.views import RunView
 from octotrain.errors import InvalidQuery
 from octotrain.log_search import MAX_CONTEXT, MAX_HITS, SearchCursor, SearchQuery

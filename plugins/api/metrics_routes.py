@@ -24,7 +24,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
 from hooks.catalog import default_catalog
-from hooks.run_metrics import RunMetrics, metrics_of
+from hooks.runs.run_metrics import RunMetrics, metrics_of
 from octotrain.errors import FieldProblem
 from octotrain.metrics_series import DEFAULT_POINTS, ChartColumns, peak_preserving_indices
 from octotrain.planning import RunPlan, recorded_plan

@@ -15,8 +15,8 @@ from fastapi import APIRouter, Depends
 from pydantic import BaseModel
 
 from hooks.catalog import default_catalog
-from hooks.run_admission import queue_state
-from hooks.run_progress import progress_of
+from hooks.runs.run_admission import queue_state
+from hooks.runs.run_progress import progress_of
 from octotrain.admission import QueueState
 from octotrain.node_progress import NodeProgress, RunProgress
 from octotrain.run_lifecycle import ACTIVE_RUN_STATES

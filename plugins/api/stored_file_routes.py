@@ -17,8 +17,8 @@ from fastapi.responses import StreamingResponse
 from sqlalchemy.orm import Session
 
 from hooks.catalog import default_catalog
-from hooks.object_store import default_object_store
-from hooks.zip_stream import ZipMember, zip_chunks
+from hooks.storage.object_store import default_object_store
+from hooks.storage.zip_stream import ZipMember, zip_chunks
 from octotrain.catalog.access import Scope
 from octotrain.catalog.dataset_versions import DatasetVersions
 from octotrain.catalog.model_versions import ModelVersions

@@ -18,12 +18,17 @@ from fastapi import APIRouter, Body, Depends, Path, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
+from hooks.airflow.dag_parsing import request_tasks_reparse, retire_task_dag
+from hooks.airflow.dag_runs import (
+    REQUEST_ID_PATTERN,
+    add_run_note,
+    run_id_for_request,
+    trigger_dag_run,
+)
 from hooks.catalog import default_catalog
-from hooks.dag_parsing import request_tasks_reparse, retire_task_dag
-from hooks.dag_runs import REQUEST_ID_PATTERN, add_run_note, run_id_for_request, trigger_dag_run
-from hooks.object_store import default_object_store
-from hooks.run_resume import why_not_resumed, with_resumable
-from hooks.run_stops import request_stop
+from hooks.runs.run_resume import why_not_resumed, with_resumable
+from hooks.runs.run_stops import request_stop
+from hooks.storage.object_store import default_object_store
 from octotrain.catalog.access import Scope
 from octotrain.catalog.documents import TaskCopyDocument
 from octotrain.catalog.last_run_status import LastRunStatus

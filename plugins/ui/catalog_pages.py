@@ -19,8 +19,8 @@ from fastapi import Path as PathParameter
 from fastapi.responses import HTMLResponse
 
 from hooks.catalog import default_catalog
-from hooks.object_store import default_object_store
-from hooks.run_metrics import chart_finals, first_node, metrics_of, node_charts
+from hooks.runs.run_metrics import chart_finals, first_node, metrics_of, node_charts
+from hooks.storage.object_store import default_object_store
 from octotrain.catalog.data_caches import DataCaches
 from octotrain.catalog.documents import CACHE_TTL_HOURS_MAX, DEFAULT_TTL_HOURS
 from octotrain.catalog.model_versions import ModelVersions

@@ -20,8 +20,8 @@ from fastapi import Path as PathParameter
 from fastapi.responses import HTMLResponse
 
 from hooks.catalog import default_catalog
-from hooks.object_store import default_object_store
-from hooks.run_resume import why_not_resumed
+from hooks.runs.run_resume import why_not_resumed
+from hooks.storage.object_store import default_object_store
 from octotrain.catalog.accounting import Accounting
 from octotrain.catalog.views import RunView, TaskView
 from octotrain.planning import RunPlan, recorded_plan

@@ -4,7 +4,7 @@ the same way."""
 
 import sys
 
-from hooks.local_process import AGENT_DIR
+from hooks.local.local_process import AGENT_DIR
 
 if str(AGENT_DIR) not in sys.path:
     sys.path.insert(0, str(AGENT_DIR))

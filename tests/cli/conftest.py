@@ -13,7 +13,7 @@ from typer.testing import CliRunner, Result
 
 from cli.main import app
 from hooks.catalog import CatalogHook
-from hooks.local_store import LocalFolderStore
+from hooks.storage.local_store import LocalFolderStore
 from tests.factories import seed
 
 

@@ -25,8 +25,8 @@ import pytest
 
 from cli.airflow_env import airflow_environment
 from cli.airflow_sqlite import BUSY_TIMEOUT_SECONDS
-from hooks.airflow_rest import AirflowRestClient
-from hooks.local_process import free_port
+from hooks.airflow.airflow_rest import AirflowRestClient
+from hooks.local.local_process import free_port
 from octotrain.settings import load_settings
 
 OLD_BUSY_TIMEOUT_SECONDS = 5  # sqlite3's default, which Airflow kept

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from cli.airflow_sqlite import BUSY_TIMEOUT_SECONDS
-from hooks.airflow_rest import AirflowApiError, AirflowRestClient
+from hooks.airflow.airflow_rest import AirflowApiError, AirflowRestClient
 from octotrain.contracts import dag_id_for
 from tests.live_airflow import HTTP_SECONDS, LiveAirflow, demo_airflow
 

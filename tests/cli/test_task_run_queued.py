@@ -10,7 +10,7 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from hooks.airflow_rest import AirflowRestClient
+from hooks.airflow.airflow_rest import AirflowRestClient
 from hooks.catalog import CatalogHook
 from octotrain.catalog.models import Run, RunState
 from octotrain.settings import get_settings

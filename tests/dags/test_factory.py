@@ -9,7 +9,7 @@ from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperato
 
 from dags.factory import STAGE_SLOTS, build_all_dags
 from hooks.catalog import CatalogHook
-from hooks.local_store import LocalFolderStore
+from hooks.storage.local_store import LocalFolderStore
 from octotrain.contracts import dag_id_for, task_id_from_dag_id
 from octotrain.settings import REPO_ROOT, get_settings
 from tests.factories import add_task, seed

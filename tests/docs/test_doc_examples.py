@@ -45,7 +45,7 @@ from typing import NamedTuple
 
 import pytest
 
-from hooks.local_process import free_port
+from hooks.local.local_process import free_port
 from octotrain.settings import REPO_ROOT
 from tests.live_airflow import LiveAirflow, live_airflow
 

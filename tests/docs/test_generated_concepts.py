@@ -82,8 +82,10 @@ def test_every_key_of_a_run_in_the_object_store_is_listed(reference_hook: Module
         if isinstance(member, property):
             key = getattr(objects, name)
         else:
-            (parameter,) = list(inspect.signature(member).parameters)[1:]
-            key = member(objects, {"node_index": "<node index>", "name": "<file>"}[parameter])
+            placeholders = {"node_index": "<node index>", "name": "<file>", "attempt": "<n>",
+                            "chart_name": "<chart name>"}  # fmt: skip
+            parameters = list(inspect.signature(member).parameters)[1:]
+            key = member(objects, *(placeholders[parameter] for parameter in parameters))
         row = _row(text, f"`RunObjects.{name}`")
         assert row.startswith(f"| `{key}` |")
         assert _first_words(member) in row
@@ -108,11 +110,13 @@ def test_every_path_of_a_run_folder_and_of_the_state_folder_is_listed(
     }
     assert "RunLayout.run_dir" in text and f"`{layout.run_dir}`" in text
     for name, member in paths.items():
-        if name != "run_dir":
+        if name not in ("run_dir", "create_node_folders"):  # the folder itself; a maker
             assert f"`RunLayout.{name}`" in text
-            assert name == "node_folders" or _first_words(member) in text
+            assert name in ("node_folders", "path") or _first_words(member) in text
+    folders = layout.node_folders("<node index>")
     for field in dataclasses.fields(NodeFolders):
-        assert f"| `nodes/<node index>/{field.name}/` |" in text
+        path = getattr(folders, field.name).relative_to(layout.run_dir).as_posix()
+        assert f"| `{path}/` |" in text
         assert f"`{field.name.upper()}`" in text
     for folder in ("catalog.db", "objects", "runs", "node-cache", "airflow"):
         assert f"| `{folder}` |" in text

@@ -31,7 +31,7 @@ from airflow.sdk.exceptions import TaskDeferred
 from sqlalchemy import select
 
 from hooks.catalog import default_catalog
-from hooks.object_store import default_object_store
+from hooks.storage.object_store import default_object_store
 from octotrain.catalog.access import Scope
 from octotrain.catalog.models import Run, RunState, TrainingTask
 from octotrain.catalog.named_objects import Algorithms, ResourceSpecs
@@ -40,10 +40,10 @@ from octotrain.kubernetes_config import kubernetes_config
 from octotrain.planning import RunPlan, build_run_plan, run_key
 from octotrain.pods import master_address
 from octotrain.settings import get_settings
-from operators.collect_pod_logs import CollectPodLogsOperator
-from operators.delete_service import DeleteRunServiceOperator
-from operators.launch_pod import LaunchNodePodOperator
-from operators.prepare_pods import PreparePodsOperator
+from operators.kubernetes.collect_pod_logs import CollectPodLogsOperator
+from operators.kubernetes.delete_service import DeleteRunServiceOperator
+from operators.kubernetes.launch_pod import LaunchNodePodOperator
+from operators.kubernetes.prepare_pods import PreparePodsOperator
 from tests.e2e.dag_test_runner import run, stop_through_octotrain
 from tests.factories import add_command_algorithm, add_task, seed
 from tests.stored_run_files import stored_text

@@ -13,9 +13,9 @@ import time
 from sqlalchemy import select
 
 from hooks.catalog import default_catalog
-from hooks.object_store import default_object_store
-from hooks.run_metrics import metrics_of
-from hooks.run_progress import progress_of
+from hooks.runs.run_metrics import metrics_of
+from hooks.runs.run_progress import progress_of
+from hooks.storage.object_store import default_object_store
 from octotrain.catalog.models import Run
 from octotrain.catalog.named_objects import Algorithms
 from tests.e2e.dag_test_runner import run

@@ -24,7 +24,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from hooks.catalog import default_catalog
-from hooks.object_store import default_object_store
+from hooks.storage.object_store import default_object_store
 from octotrain.catalog.access import Scope
 from octotrain.catalog.dataset_versions import DatasetVersions
 from octotrain.catalog.models import Run, RunState

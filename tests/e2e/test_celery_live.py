@@ -28,7 +28,7 @@ import pytest
 
 from cli.demo import DemoSeed
 from hooks.catalog import CatalogHook
-from hooks.object_store import object_store_from_url
+from hooks.storage.object_store import object_store_from_url
 from octotrain.contracts import NodeLogNames, dag_id_for
 from octotrain.planning import run_key
 from octotrain.settings import REPO_ROOT

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from kubernetes.client import CustomObjectsApi, NetworkingV1Api
 
-from hooks.kueue_workloads import queue_state_of
+from hooks.kubernetes.kueue_workloads import queue_state_of
 from octotrain.pods import KUEUE_GROUP, KUEUE_QUEUE, LABEL_TASK
 from tests.config.rbac import KUEUE_RBAC_FILE, SHIPPED_PATHS, apply_shipped, worker_account
 from tests.e2e.test_kubernetes_restarts import (
@@ -171,8 +171,8 @@ def test_two_runs_with_room_for_one_never_overlap_and_both_succeed(
 
 
 def _said_why_it_waited(groups: set[str], workloads: list[list[dict[str, Any]]]) -> None:
-    """The second run's Workload, as the pages read it (``hooks.kueue_workloads``): first in
-    its queue, waiting for the ClusterQueue's cpu with the numbers; then admitted."""
+    """The second run's Workload, as the pages read it (``hooks.kubernetes.kueue_workloads``): first
+    in its queue, waiting for the ClusterQueue's cpu with the numbers; then admitted."""
     [group] = groups
     states = [
         queue_state_of(workload, sample, cluster_queue=CLUSTER_QUEUE)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from hooks.checkpoint_sync import read_manifest
+from hooks.runs.checkpoint_sync import read_manifest
 from octotrain.exit_codes import HUNG_EXIT_STATUS
 from octotrain.run_layout import RunObjects
 from tests.e2e.dag_test_runner import task_logs

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from hooks.checkpoint_sync import read_manifest
+from hooks.runs.checkpoint_sync import read_manifest
 from octotrain.pods import LABEL_NODE
 from octotrain.run_layout import RunObjects
 from tests.e2e.test_kubernetes_run import (

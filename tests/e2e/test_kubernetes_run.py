@@ -37,7 +37,7 @@ from kubernetes import config
 from kubernetes.client import CoreV1Api, NetworkingV1Api
 from kubernetes.client.exceptions import ApiException
 
-from hooks.object_store import object_store_from_url
+from hooks.storage.object_store import object_store_from_url
 from octotrain.contracts import NodeLogNames
 from octotrain.settings import REPO_ROOT
 from octotrain.storage import ObjectStore

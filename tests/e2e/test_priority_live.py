@@ -43,7 +43,7 @@ def test_the_higher_priority_run_takes_the_scarce_slot_first(
     def patch(path: str, **request: object) -> None:
         """A PATCH, repeated while Airflow answers that its SQLite metadata DB was locked: its
         action log writes on the api-server's event loop, which must not wait for the lock (as
-        Octotrain's own client, ``hooks.airflow_rest``, repeats it)."""
+        Octotrain's own client, ``hooks.airflow.airflow_rest``, repeats it)."""
 
         def answered() -> bool:
             answer = http.patch(path, **request)  # type: ignore[arg-type]

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from hooks.object_store import object_store_from_url
-from hooks.run_files import StoreRunFiles
-from hooks.run_progress import RunPhases
+from hooks.runs.run_files import StoreRunFiles
+from hooks.runs.run_progress import RunPhases
+from hooks.storage.object_store import object_store_from_url
 from octotrain.contracts import NodeLogNames
 from octotrain.node_progress import Phase, parse_phase, parse_samples
 from octotrain.run_layout import RunLayout

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hooks.local_process import AGENT_DIR
+from hooks.local.local_process import AGENT_DIR
 from octotrain.settings import REPO_ROOT
 
 SCRIPT = REPO_ROOT / "examples" / "checkpointing" / "train.py"

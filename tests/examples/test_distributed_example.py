@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hooks.local_process import AGENT_DIR
+from hooks.local.local_process import AGENT_DIR
 from octotrain.metrics_meta import parse_meta
 from octotrain.settings import REPO_ROOT
 

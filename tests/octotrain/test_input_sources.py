@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from hooks.local_store import LocalFolderStore
+from hooks.storage.local_store import LocalFolderStore
 from octotrain.catalog.data_caches import DataCaches, fill_cache
 from octotrain.catalog.dataset_versions import DatasetVersions
 from octotrain.input_sources import current_sources

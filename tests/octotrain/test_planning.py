@@ -4,7 +4,7 @@ import pytest
 from sqlalchemy import delete, select, update
 
 from hooks.catalog import CatalogHook
-from hooks.local_store import LocalFolderStore
+from hooks.storage.local_store import LocalFolderStore
 from octotrain.catalog.models import (
     Algorithm,
     AnnotationStatus,

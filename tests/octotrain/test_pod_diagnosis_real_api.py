@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from octotrain.pod_diagnosis import NodeEnd, diagnose
 from tests.k8s_control_plane import ControlPlane, delete_node, register_node
-from tests.operators.test_launch_pod import CPU_TASK, plan_of, pods
+from tests.operators.kubernetes.test_launch_pod import CPU_TASK, plan_of, pods
 
 NAMESPACE = "octotrain-placement"
 SCHEDULED_SECONDS = 60.0

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from sqlalchemy.orm import Session
 
-from hooks.local_store import LocalFolderStore
+from hooks.storage.local_store import LocalFolderStore
 from octotrain.catalog.access import Scope
 from octotrain.documents import DESCRIPTION_FORBIDDEN
 from octotrain.errors import InvalidInput

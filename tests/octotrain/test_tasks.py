@@ -7,7 +7,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from hooks.catalog import CatalogHook
-from hooks.local_store import LocalFolderStore
+from hooks.storage.local_store import LocalFolderStore
 from octotrain.catalog.models import Run, RunState, TrainingTask
 from octotrain.errors import Conflict, InvalidInput, NotFound
 from octotrain.tasks import Tasks

@@ -4,8 +4,8 @@ import pytest
 from airflow.sdk.exceptions import AirflowFailException
 
 from hooks.catalog import CatalogHook
-from hooks.local_store import LocalFolderStore
-from hooks.model_archive import lineage_edges
+from hooks.runs.model_archive import lineage_edges
+from hooks.storage.local_store import LocalFolderStore
 from octotrain.catalog.models import Run, RunState, TrainingTask
 from octotrain.contracts import NodeLogNames
 from octotrain.planning import RunPlan, build_run_plan

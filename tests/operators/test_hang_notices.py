@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from hooks.catalog import CatalogHook
-from hooks.object_store import default_object_store
+from hooks.storage.object_store import default_object_store
 from octotrain.catalog.models import Run, RunState
 from octotrain.hang_detection import HungNode
 from octotrain.run_layout import RunObjects

@@ -18,8 +18,8 @@ from hooks.catalog import CatalogHook
 from octotrain.catalog.models import NodeHold, Run, RunState, as_utc
 from octotrain.planning import NodeResources, RunPlan
 from octotrain.storage import ObjectStore
-from operators.launch_local import LaunchLocalNodeOperator
-from operators.launch_pod import LaunchNodePodOperator
+from operators.kubernetes.launch_pod import LaunchNodePodOperator
+from operators.local.launch_local import LaunchLocalNodeOperator
 from operators.node_holds import pod_held_span
 from tests.factories import seed
 

@@ -10,11 +10,11 @@ from types import SimpleNamespace
 from typing import Any
 
 from hooks.catalog import CatalogHook, catalog_for
-from hooks.local_store import LocalFolderStore
+from hooks.storage.local_store import LocalFolderStore
 from octotrain.catalog.models import Run
 from octotrain.run_lifecycle import record_triggered
 from octotrain.secrets import held_apart
-from operators.launch_local import LaunchLocalNodeOperator
+from operators.local.launch_local import LaunchLocalNodeOperator
 from operators.validate import ValidateTaskOperator
 from tests.factories import add_secretive_algorithm, add_task, seed
 
@@ -86,7 +86,7 @@ def test_a_nodes_pod_reads_the_real_values_from_the_runs_secret_not_its_spec(
 
     from octotrain.planning import RunPlan
     from octotrain.pods import run_secret, secret_name
-    from operators.launch_pod import LaunchNodePodOperator
+    from operators.kubernetes.launch_pod import LaunchNodePodOperator
     from operators.training_stage import with_real_secrets
 
     task, context = validated_secretive_task(catalog, store, {})

@@ -17,8 +17,8 @@ from octotrain.run_lifecycle import end_run, note_active_run
 from octotrain.settings import get_settings
 from octotrain.storage import ObjectStore
 from operators.restart_notes import note_restart
+from tests.operators.local.test_launch_local import plan as plan
 from tests.operators.test_hang_notices import LOOKS_HUNG, message, running_run
-from tests.operators.test_launch_local import plan as plan
 
 LOG = logging.getLogger("launch")
 

@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from hooks.catalog import CatalogHook, catalog_for
-from hooks.object_store import default_object_store
+from hooks.storage.object_store import default_object_store
 from octotrain.settings import get_settings
 from plugins.octotrain_plugin import OctotrainPlugin
 from tests.factories import seed

@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from hooks.catalog import CatalogHook
-from hooks.local_store import LocalFolderStore
+from hooks.storage.local_store import LocalFolderStore
 from octotrain.catalog.algorithm_code import AlgorithmCodes
 from octotrain.catalog.models import Algorithm, AlgorithmCode
 from octotrain.catalog.named_objects import Algorithms

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
-from hooks.local_store import LocalFolderStore
+from hooks.storage.local_store import LocalFolderStore
 from octotrain.catalog.backfill import backfill_manifests
 from octotrain.catalog.dataset_versions import DatasetVersions
 from octotrain.catalog.models import DatasetVersion

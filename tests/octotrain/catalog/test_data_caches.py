@@ -7,7 +7,7 @@ import pytest
 from sqlalchemy.orm import Session
 
 from hooks.catalog import CatalogHook
-from hooks.local_store import LocalFolderStore
+from hooks.storage.local_store import LocalFolderStore
 from octotrain.catalog.data_caches import DataCaches, fill_cache, waiting_caches
 from octotrain.catalog.dataset_versions import DatasetVersions
 from octotrain.errors import InvalidInput, StillReferenced

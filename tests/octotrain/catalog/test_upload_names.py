@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy.orm import Session
 
-from hooks.local_store import LocalFolderStore
-from hooks.s3_store import s3_store_from_url
+from hooks.storage.local_store import LocalFolderStore
+from hooks.storage.s3_store import s3_store_from_url
 from octotrain.catalog.dataset_versions import DatasetVersions, dataset_version_prefix
 from octotrain.catalog.model_versions import ModelVersions
 from octotrain.catalog.uploads import check_files, check_paths

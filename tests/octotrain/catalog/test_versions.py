@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from hooks.catalog import CatalogHook
-from hooks.local_store import LocalFolderStore
+from hooks.storage.local_store import LocalFolderStore
 from octotrain.catalog.dataset_versions import DatasetVersions
 from octotrain.catalog.model_versions import ModelVersions
 from octotrain.catalog.models import (

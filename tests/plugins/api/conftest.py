@@ -13,7 +13,7 @@ from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
 from fastapi.testclient import TestClient
 
 from hooks.catalog import CatalogHook, catalog_for
-from hooks.local_store import LocalFolderStore
+from hooks.storage.local_store import LocalFolderStore
 from octotrain.settings import get_settings
 from plugins.api.app import create_app
 from tests.conftest import BACKENDS, postgres_database

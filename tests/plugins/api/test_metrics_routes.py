@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from hooks.catalog import default_catalog
-from hooks.chart_series_index import index_node_charts
-from hooks.object_store import upload_folder
-from hooks.run_files import StoreRunFiles
-from hooks.run_metrics import forget_charts
+from hooks.runs.chart_series_index import index_node_charts
+from hooks.runs.run_files import StoreRunFiles
+from hooks.runs.run_metrics import forget_charts
+from hooks.storage.object_store import upload_folder
 from octotrain.catalog.models import Run, RunState
 from octotrain.planning import run_key
 from octotrain.run_layout import RunLayout
@@ -118,7 +118,9 @@ def test_a_collected_run_is_answered_from_its_index(
     """The first request after the collect stage indexed the charts parses nothing, and
     answers what parsing the file answered."""
     base, layout = new_run(api, "metrics-indexed")
-    folder = tmp_path / "collected"  # in the object store only, as a pod's run leaves it
+    with default_catalog().session() as session:  # ended: read from the store (collected)
+        session.get(Run, int(base.rsplit("/", 1)[1])).state = RunState.SUCCESS  # type: ignore[union-attr]
+    folder = tmp_path / "collected"  # in the object store only, as collect_logs leaves it
     write_metrics(folder, 30_000)
     upload_folder(api.store, folder, layout.objects.metrics("distributed-0"))
     alice = api.as_user("alice")

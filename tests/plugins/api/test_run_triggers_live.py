@@ -19,9 +19,9 @@ from airflow_client.client.exceptions import ApiException
 from airflow_client.client.models.trigger_dag_run_post_body import TriggerDAGRunPostBody
 
 from cli.demo import DemoSeed
-from hooks.airflow_rest import wait_until
+from hooks.airflow.airflow_rest import wait_until
 from hooks.catalog import CatalogHook
-from hooks.local_store import LocalFolderStore
+from hooks.storage.local_store import LocalFolderStore
 from octotrain.catalog.dataset_versions import DatasetVersions
 from octotrain.contracts import dag_id_for
 from octotrain.retraining import dataset_asset_uri

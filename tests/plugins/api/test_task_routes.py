@@ -15,12 +15,12 @@ from airflow.utils.state import DagRunState
 from airflow.utils.types import DagRunType
 from sqlalchemy import delete, select
 
+from hooks.airflow.dag_runs import TriggeredRun
 from hooks.catalog import default_catalog
-from hooks.checkpoint_sync import CheckpointSync
-from hooks.dag_runs import TriggeredRun
-from hooks.object_store import default_object_store
-from hooks.run_abort import RunAbortMarker
-from hooks.run_files import FolderRunFiles
+from hooks.runs.checkpoint_sync import CheckpointSync
+from hooks.runs.run_abort import RunAbortMarker
+from hooks.runs.run_files import FolderRunFiles
+from hooks.storage.object_store import default_object_store
 from octotrain.catalog.models import Run, RunState
 from octotrain.errors import Conflict
 from octotrain.planning import run_key

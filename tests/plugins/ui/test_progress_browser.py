@@ -13,9 +13,9 @@ import pytest
 from playwright.sync_api import expect
 
 from hooks.catalog import default_catalog
-from hooks.local_admission import machine_capacity
-from hooks.run_files import FolderRunFiles
-from hooks.run_progress import phase_sink
+from hooks.local.local_admission import machine_capacity
+from hooks.runs.run_files import FolderRunFiles
+from hooks.runs.run_progress import phase_sink
 from octotrain.admission import Demand
 from octotrain.catalog.admissions import request_admission, settle_admissions
 from octotrain.node_progress import Phase, PhaseRecord

@@ -1,0 +1,1 @@
+"""A node's inputs on its machine: staging through the node cache, resource mounts."""

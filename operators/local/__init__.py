@@ -1,0 +1,1 @@
+"""The local launcher's stages: stage_data, launch (a process per node), collect_logs."""
