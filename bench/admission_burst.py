@@ -16,7 +16,7 @@ import sqlalchemy
 
 from bench.load import Marks, sweep, trigger_all
 from bench.scale_kubernetes import COMPONENTS, healthy
-from hooks.catalog import CatalogHook
+from hooks.storage.catalog import CatalogHook
 from hooks.storage.object_store import default_object_store
 from octotrain.catalog.named_objects import Algorithms, ModelRepositories, ResourceSpecs
 from octotrain.catalog.projects import Projects

@@ -65,7 +65,7 @@ def write_points(path: Path, chart: dict, count: int) -> None:
 
 
 def setup(root: Path, points: int) -> tuple[int, int, RunLayout]:
-    from hooks.catalog import CatalogHook
+    from hooks.storage.catalog import CatalogHook
     from octotrain.catalog.access import Scope
     from octotrain.catalog.models import Run, RunState
     from octotrain.metrics_meta import parse_meta

@@ -32,7 +32,7 @@ def seed_catalog(state: Path, tasks: int) -> None:
     """The demo project and ``tasks`` copies of its task (rows written directly: the bench
     measures listing them, not creating them)."""
     from cli.demo import seed_demo
-    from hooks.catalog import CatalogHook
+    from hooks.storage.catalog import CatalogHook
     from hooks.storage.local_store import LocalFolderStore
     from octotrain.catalog.models import TrainingTask
 

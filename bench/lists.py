@@ -44,7 +44,7 @@ NO_GOAL = {"GET /tasks/{id}/usage"}
 def build(root: Path, *, tasks: int, runs: int, versions: int) -> int:
     """The demo catalog grown to the given sizes; returns the task whose runs are listed."""
     from cli.demo import seed_demo
-    from hooks.catalog import CatalogHook
+    from hooks.storage.catalog import CatalogHook
     from hooks.storage.local_store import LocalFolderStore
     from octotrain.catalog.models import (
         DatasetVersion,
@@ -90,8 +90,8 @@ def measure(root: Path, task_id: int, repeat: int, headers: dict[str, str]) -> d
     """The median seconds of each list's page of 50 against the catalog in ``root``."""
     import httpx
 
-    from hooks.catalog import catalog_for
     from hooks.local.local_process import free_port
+    from hooks.storage.catalog import catalog_for
     from octotrain.settings import get_settings
 
     os.environ["OCTOTRAIN_STATE_DIR"] = str(root / "state")

@@ -57,8 +57,8 @@ import httpx
 import sqlalchemy
 from sqlalchemy import select
 
-from hooks.catalog import CatalogHook
 from hooks.local.local_process import AGENT_DIR
+from hooks.storage.catalog import CatalogHook
 from hooks.storage.local_store import PARTIAL_MARKER, LocalFolderStore
 from octotrain.catalog.models import ModelRepository, ModelVersion, Run, RunState
 from octotrain.catalog.named_objects import ModelRepositories

@@ -48,7 +48,7 @@ def _context(plan: dict[str, Any], map_index: int) -> dict[str, Any]:
 
 
 def octotrain_pods(catalog_url: str, task_id: int) -> list[Any]:
-    from hooks.catalog import CatalogHook
+    from hooks.storage.catalog import CatalogHook
     from octotrain.catalog.access import Scope
     from octotrain.planning import build_run_plan
     from octotrain.pods import master_address
@@ -86,7 +86,7 @@ def provider_pods(built: list[Any]) -> list[Any]:
 
 def create_task(url: str, root: Path) -> int:
     """The 64-node task of ``bench.task_create``, its spec given a volume for the mounts."""
-    from hooks.catalog import CatalogHook
+    from hooks.storage.catalog import CatalogHook
     from octotrain.catalog.access import Scope
     from octotrain.catalog.named_objects import ResourceSpecs
     from octotrain.tasks import Tasks

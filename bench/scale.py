@@ -77,7 +77,7 @@ print(len(bag.dags), parsed - started, time.perf_counter() - parsed)
 
 def fill_catalog(url: str, root: Path, tasks: int) -> int:
     """The demo plus ``tasks - 1`` copies of its task; returns the demo task's id."""
-    from hooks.catalog import CatalogHook
+    from hooks.storage.catalog import CatalogHook
     from hooks.storage.local_store import LocalFolderStore
     from octotrain.catalog.models import TrainingTask
     from tests.factories import seed

@@ -55,7 +55,7 @@ import sqlalchemy
 from sqlalchemy import select, text
 
 from bench.load import ENDED, Marks, fresh_database, scan_processes, sweep, trigger_all
-from hooks.catalog import CatalogHook
+from hooks.storage.catalog import CatalogHook
 from octotrain.catalog.models import ModelRepository, ModelVersion, Run, RunState
 from octotrain.catalog.named_objects import ModelRepositories
 from octotrain.contracts import NodeLogNames

@@ -292,8 +292,8 @@ def demo_archiver(store: ObjectStore, root: Path) -> Callable[[int], Callable[[P
     """A run of the demo task ready to archive a file as the next version of its repository
     (SQLite catalog; the run is prepared outside the measure)."""
     from cli.demo import seed_demo
-    from hooks.catalog import CatalogHook
     from hooks.runs.model_archive import archive_outputs
+    from hooks.storage.catalog import CatalogHook
     from octotrain.catalog.models import Run, RunState, TrainingTask
     from octotrain.planning import build_run_plan
 

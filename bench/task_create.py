@@ -82,7 +82,7 @@ def catalog_url(backend: str, root: Path) -> Iterator[str]:
 def build_catalog(url: str, root: Path) -> dict[str, object]:
     """The demo project, a 64-node ModelArts spec and 20 dataset versions; returns the task."""
     from cli.demo import seed_demo
-    from hooks.catalog import CatalogHook
+    from hooks.storage.catalog import CatalogHook
     from hooks.storage.local_store import LocalFolderStore
     from octotrain.catalog.access import Scope
     from octotrain.catalog.dataset_versions import DatasetVersions
@@ -127,7 +127,7 @@ def build_catalog(url: str, root: Path) -> dict[str, object]:
 def served_api(port: int) -> Iterator[str]:
     import uvicorn
 
-    from plugins.api.app import create_app
+    from plugins.app import create_app
 
     server = uvicorn.Server(
         uvicorn.Config(create_app(), host="127.0.0.1", port=port, log_level="warning")
@@ -148,8 +148,8 @@ def bench_backend(backend: str, runs: int) -> list[tuple[str, list[float]]]:
     from airflow.api_fastapi.app import create_auth_manager
     from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
 
-    from hooks.catalog import CatalogHook, catalog_for
     from hooks.local.local_process import free_port
+    from hooks.storage.catalog import CatalogHook, catalog_for
     from octotrain.catalog.access import Scope
     from octotrain.settings import get_settings
     from octotrain.task_rules import check_task

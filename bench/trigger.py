@@ -28,7 +28,7 @@ from pathlib import Path
 import httpx
 from sqlalchemy import select
 
-from hooks.catalog import CatalogHook
+from hooks.storage.catalog import CatalogHook
 from octotrain.catalog.models import Algorithm
 from octotrain.settings import REPO_ROOT
 from tests.factories import add_command_algorithm, add_task

@@ -15,7 +15,7 @@ from cli.lazy_commands import help_of
 from cli.output import FileOption, JsonOption, load_document, reported, show, show_list
 from cli.session import catalog_session, cli_scope
 from hooks.airflow.airflow_rest import AirflowApiError, AirflowRestClient
-from hooks.catalog import CatalogHook
+from hooks.storage.catalog import CatalogHook
 from hooks.storage.object_store import default_object_store
 from octotrain.catalog.algorithm_code import AlgorithmCodes
 from octotrain.catalog.data_caches import DataCaches, fill_waiting_caches

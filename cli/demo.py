@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from hooks.catalog import CatalogHook
+from hooks.storage.catalog import CatalogHook
 from hooks.storage.object_store import upload_folder
 from octotrain.catalog.access import Scope
 from octotrain.catalog.algorithm_code import AlgorithmCodes

@@ -24,7 +24,7 @@ from cli.airflow_components import (
 from cli.airflow_env import ADMIN_USER, admin_password, airflow_environment, airflow_home
 from cli.demo import seed_demo
 from hooks.airflow.airflow_rest import TERMINAL_RUN_STATES, AirflowApiError, AirflowRestClient
-from hooks.catalog import CatalogHook
+from hooks.storage.catalog import CatalogHook
 from hooks.storage.object_store import object_store_from_url
 from octotrain.catalog.backfill import backfill_manifests
 from octotrain.contracts import dag_id_for

@@ -11,8 +11,9 @@ import typer
 from cli.output import JsonOption, reported, show
 from cli.run_option import RUN_HELP, run_named
 from cli.session import catalog_session, cli_scope
+from hooks.launchers import run_logs_of
 from hooks.runs.log_search import search
-from hooks.runs.run_logs import LogFile, RunLogs, run_logs_of
+from hooks.runs.run_logs import LogFile, RunLogs
 from octotrain.catalog.models import Run
 from octotrain.contracts import LOG_KINDS, NodeLogNames
 from octotrain.errors import NotFound

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 from sqlalchemy.orm import Session
 
-from hooks.catalog import CatalogHook
+from hooks.storage.catalog import CatalogHook
 from octotrain.catalog.access import Scope
 from octotrain.settings import get_settings
 

@@ -11,7 +11,7 @@ import typer
 from cli.demo import seed_demo
 from cli.lazy_commands import help_of
 from cli.output import reported
-from hooks.catalog import CatalogHook
+from hooks.storage.catalog import CatalogHook
 from hooks.storage.object_store import object_store_from_url
 from octotrain.catalog.backfill import backfill_manifests
 from octotrain.settings import get_settings

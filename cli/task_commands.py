@@ -14,8 +14,8 @@ from cli.output import FileOption, JsonOption, load_document, reported, show, sh
 from cli.run_option import RUN_HELP, run_named
 from cli.session import catalog_session, cli_scope
 from hooks.airflow.airflow_api_error import AirflowApiError
+from hooks.run_stops import request_stop
 from hooks.runs.run_resume import why_not_resumed
-from hooks.runs.run_stops import request_stop
 from hooks.storage.object_store import default_object_store
 from octotrain.catalog.paging import every_item
 from octotrain.catalog.views import RunView, TaskView
@@ -294,7 +294,7 @@ QUEUED_RUN_COLUMNS = ["id", "airflow_run_id", "state", "node_count", "started_at
 @tasks_app.command("runs", help="The task's runs; an active run's place in its queue, and why.")
 def task_runs(task_id: TaskId, as_json: JsonOption = False) -> None:
     # Imported here: a queue on the cluster is read with the Kubernetes client (bench.cli).
-    from hooks.runs.run_admission import queue_state
+    from hooks.run_admission import queue_state
 
     now = datetime.now(UTC)
     with reported(as_json=as_json), catalog_session() as session:

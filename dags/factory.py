@@ -26,10 +26,11 @@ from airflow.sdk import (
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from dags.launcher_stages import configured_stages
 from dags.run_callbacks import end_catalog_run_failed
 from dags.run_params import run_params
 from hooks.airflow.dataset_assets import dataset_asset
-from hooks.catalog import CatalogHook
+from hooks.storage.catalog import CatalogHook
 from octotrain.catalog.models import Algorithm, Project, ResourceSpec, TrainingTask
 from octotrain.console_urls import console_page
 from octotrain.contracts import dag_id_for, task_id_from_dag_id
@@ -37,7 +38,6 @@ from octotrain.run_settings import run_node_limit
 from octotrain.schedules import CRON_PRESETS
 from octotrain.task_spec import TaskSpec
 from operators.archive_model import ArchiveModelOperator
-from operators.launcher_stages import configured_stages
 from operators.validate import ValidateTaskOperator
 
 # Task priority [-50, 50] becomes an absolute Airflow priority weight in [1, 101].

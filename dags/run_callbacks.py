@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hooks.catalog import default_catalog
+from hooks.storage.catalog import default_catalog
 from octotrain.catalog.models import RunState
 from octotrain.contracts import task_id_from_dag_id
 from octotrain.run_lifecycle import end_run

@@ -19,9 +19,9 @@ from typing import Any
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowFailException
 
-from hooks.catalog import CatalogHook, default_catalog
 from hooks.launchers import configured_launcher
 from hooks.runs.model_archive import ArchiveFailed, NoModelWritten
+from hooks.storage.catalog import CatalogHook, default_catalog
 from octotrain.catalog.models import ModelVersion, Run, RunState
 from octotrain.contracts import NodeLogNames
 from octotrain.planning import RunPlan

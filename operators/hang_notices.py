@@ -15,8 +15,8 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from hooks.catalog import default_catalog
 from hooks.kubernetes.pod_launcher import pod_run_files
+from hooks.storage.catalog import default_catalog
 from octotrain.hang_detection import HungNode
 from octotrain.planning import RunPlan
 from octotrain.run_files import read_json

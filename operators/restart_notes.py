@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 
-from hooks.catalog import default_catalog
+from hooks.storage.catalog import default_catalog
 from octotrain.catalog.models import Run
 from octotrain.planning import RunPlan
 from octotrain.run_lifecycle import note_active_run

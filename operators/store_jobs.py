@@ -10,7 +10,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperator, Context
 
-from hooks.catalog import default_catalog
+from hooks.storage.catalog import default_catalog
 from hooks.storage.object_store import default_object_store
 from octotrain.catalog.data_caches import fill_waiting_caches
 from octotrain.catalog.orphans import orphan_prefixes

@@ -11,8 +11,8 @@ from airflow.sdk import BaseOperator, Context
 from airflow.sdk.exceptions import AirflowSkipException
 from airflow.sdk.log import mask_secret
 
-from hooks.catalog import default_catalog
 from hooks.launchers import configured_launcher
+from hooks.storage.catalog import default_catalog
 from octotrain.contracts import dag_id_for
 from octotrain.planning import RunPlan
 from octotrain.run_files import RunFiles

@@ -5,8 +5,8 @@ from __future__ import annotations
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowFailException
 
-from hooks.catalog import default_catalog
 from hooks.launchers import configured_launcher
+from hooks.storage.catalog import default_catalog
 from octotrain.catalog.models import TrainingTask
 from octotrain.errors import InvalidInput
 from octotrain.planning import build_run_plan

@@ -33,7 +33,7 @@ class AppOnFirstRequest:
 
     def built(self) -> ASGIApp:
         if self._app is None:
-            from plugins.api.app import create_app
+            from plugins.app import create_app
 
             self._app = create_app()
         return self._app

@@ -43,7 +43,7 @@ import pytest  # noqa: E402
 import sqlalchemy  # noqa: E402
 from sqlalchemy.orm import Session  # noqa: E402
 
-from hooks.catalog import CatalogHook  # noqa: E402
+from hooks.storage.catalog import CatalogHook  # noqa: E402
 from hooks.storage.local_store import LocalFolderStore  # noqa: E402
 from octotrain.settings import get_settings  # noqa: E402
 from tests.factories import build_rule_catalog  # noqa: E402

@@ -29,8 +29,8 @@ import pytest
 from cli.airflow_env import RUN_LATENCY_SETTINGS
 from cli.airflow_sqlite import BUSY_TIMEOUT_SECONDS, sqlite_contention_settings
 from cli.demo import DemoSeed
-from hooks.catalog import CatalogHook
 from hooks.local.local_process import free_port
+from hooks.storage.catalog import CatalogHook
 from hooks.storage.object_store import default_object_store
 from octotrain.settings import REPO_ROOT, get_settings
 from octotrain.storage import ObjectStore

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hooks.cores import cores_available
+from hooks.storage.cores import cores_available
 from octotrain.manifests import Manifest, total_size
 
 READ_ONLY_FILE = 0o444

@@ -8,9 +8,9 @@ import logging
 import tempfile
 from pathlib import Path
 
-from hooks.catalog import default_catalog
 from hooks.runs.model_archive import NoModelWritten, archive_stored_outputs, stored_outputs
 from hooks.runs.run_files import StoreRunFiles
+from hooks.storage.catalog import default_catalog
 from hooks.storage.object_store import default_object_store
 from octotrain.admission import QueueState
 from octotrain.catalog.models import ModelVersion, Run

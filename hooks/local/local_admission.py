@@ -20,8 +20,8 @@ from pathlib import Path
 from airflow.sdk import conf
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from hooks.catalog import default_catalog
-from hooks.cores import cores_available
+from hooks.storage.catalog import default_catalog
+from hooks.storage.cores import cores_available
 from octotrain.admission import (
     MIB_PER_GIB,
     Capacity,

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hooks.catalog import default_catalog
 from hooks.local import local_admission
 from hooks.local.local_process import free_port
 from hooks.runs.model_archive import (
@@ -16,6 +15,7 @@ from hooks.runs.model_archive import (
     different_outputs,
 )
 from hooks.runs.run_files import folder_then_store
+from hooks.storage.catalog import default_catalog
 from hooks.storage.hashing_io import file_checksum
 from hooks.storage.object_store import default_object_store
 from octotrain.admission import QueueState

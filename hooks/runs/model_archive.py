@@ -27,8 +27,8 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from hooks.catalog import CatalogHook
 from hooks.runs.run_files import StoreRunFiles
+from hooks.storage.catalog import CatalogHook
 from octotrain.catalog.model_versions import next_version_number
 from octotrain.catalog.models import (
     ModelRepository,

@@ -17,11 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from hooks.launchers import files_of
 from hooks.runs.run_files import LiveThenStoreRunFiles, StoreRunFiles
 from hooks.storage.local_store import send_file
 from hooks.storage.zip_stream import ZipMember, zip_chunks
-from octotrain.catalog.models import Run
 from octotrain.contracts import LOG_KINDS, NodeLogNames
 from octotrain.errors import NotFound
 from octotrain.log_lines import LineIndex
@@ -175,9 +173,3 @@ class RunLogs:
         members = (ZipMember(f"{log.node}/{log.name}", log.modified, self.chunks(log))
                    for log in self.files())  # fmt: skip
         return zip_chunks(members, deflate=True)
-
-
-def run_logs_of(run: Run) -> RunLogs:
-    """The logs of a catalog run, where its launcher keeps its files. A run that has no plan
-    yet (``validate`` has not recorded it) has no nodes, hence no files."""
-    return RunLogs(*files_of(run))

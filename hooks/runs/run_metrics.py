@@ -18,10 +18,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 
-from hooks.launchers import files_of
 from hooks.runs.chart_series_index import ChartFile, IndexedChart, refreshed
-from hooks.storage.object_store import default_object_store
-from octotrain.catalog.models import Run
 from octotrain.contracts import METRICS_META_FILE
 from octotrain.errors import NotFound
 from octotrain.metrics_meta import ChartMeta, MetricsMeta, parse_meta
@@ -112,12 +109,6 @@ class RunMetrics:
             if row.strip():
                 _add_sample(samples, row)
         return samples
-
-
-def metrics_of(run: Run) -> RunMetrics:
-    """The metrics of a catalog run, where its launcher keeps its files."""
-    files, nodes = files_of(run)
-    return RunMetrics(files, default_object_store(), nodes)
 
 
 def first_node(reader: RunMetrics) -> str:

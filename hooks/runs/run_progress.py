@@ -11,8 +11,6 @@ import threading
 import time
 from collections.abc import Callable
 
-from hooks.launchers import files_of
-from octotrain.catalog.models import Run
 from octotrain.node_progress import (
     Phase,
     PhaseRecord,
@@ -23,7 +21,6 @@ from octotrain.node_progress import (
     run_progress,
 )
 from octotrain.run_files import RunFiles, tail, write_json
-from octotrain.run_lifecycle import ACTIVE_RUN_STATES
 
 # Staging's bytes are recorded at most this often (a download calls back for every chunk).
 STAGING_RECORD_SECONDS = 1.0
@@ -83,9 +80,3 @@ class RunPhases:
             samples = parse_samples(tail(self.files, objects.progress(node), SAMPLES_TAIL_BYTES))
             shown.append(node_progress(node, record, samples, run_active=run_active, now=now))
         return run_progress(shown, run_active=run_active)
-
-
-def progress_of(run: Run, *, now: float) -> RunProgress:
-    """A catalog run's progress, read where its launcher keeps its files."""
-    files, nodes = files_of(run)
-    return RunPhases(files, nodes).progress(run_active=run.state in ACTIVE_RUN_STATES, now=now)

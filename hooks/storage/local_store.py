@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from hooks.cores import cores_available
+from hooks.storage.cores import cores_available
 from hooks.storage.hashing_io import copy_hashing, link_hashing
 from hooks.storage.made_folders import missing_folders, remove_empty
 from octotrain.storage import (

@@ -19,10 +19,10 @@ from airflow.sdk import Context
 
 from hooks.kubernetes.kubernetes_runs import KubernetesRuns
 from hooks.kubernetes.pod_launcher import pod_run_files
+from hooks.run_stops import end_unsuccessful_run
 from hooks.runs.chart_series_index import index_node_charts
 from hooks.runs.run_abort import RunAbortMarker
 from hooks.runs.run_restarts import RunRestarts
-from hooks.runs.run_stops import end_unsuccessful_run
 from hooks.storage.object_store import default_object_store
 from octotrain.contracts import NodeLogNames
 from octotrain.exit_reports import ExitReport

@@ -24,7 +24,6 @@ from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowFailException
 from kubernetes.client.rest import ApiException
 
-from hooks.catalog import default_catalog
 from hooks.kubernetes.kubernetes_access import (
     LauncherAccessError,
     check_kueue_queue,
@@ -33,6 +32,7 @@ from hooks.kubernetes.kubernetes_access import (
 from hooks.kubernetes.kubernetes_runs import HTTP_NOT_FOUND, KubernetesRuns
 from hooks.kubernetes.kueue_quota import run_requests
 from hooks.kubernetes.pod_launcher import pod_run_files
+from hooks.storage.catalog import default_catalog
 from octotrain.contracts import NodeLogNames
 from octotrain.input_sources import current_sources
 from octotrain.kubernetes_config import kubernetes_config

@@ -15,9 +15,9 @@ from __future__ import annotations
 from airflow.sdk import Context
 
 from hooks.inputs.node_cache import NodeCache
+from hooks.run_stops import end_unsuccessful_run
 from hooks.runs.chart_series_index import index_node_charts
 from hooks.runs.run_abort import RunAbortMarker
-from hooks.runs.run_stops import end_unsuccessful_run
 from hooks.storage.object_store import default_object_store, upload_folder
 from octotrain.contracts import NodeLogNames
 from octotrain.run_files import RunFiles, read_text

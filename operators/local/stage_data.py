@@ -20,7 +20,6 @@ from pathlib import Path
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowFailException
 
-from hooks.catalog import default_catalog
 from hooks.inputs.mounts import MountUnavailable, expose_mount
 from hooks.inputs.node_cache import DiskTooSmall, NodeCache
 from hooks.inputs.staging import BytesDone, stage_inputs
@@ -28,6 +27,7 @@ from hooks.local import local_admission
 from hooks.runs.checkpoint_sync import restore_checkpoint
 from hooks.runs.run_abort import RunAbortMarker
 from hooks.runs.run_progress import StagingPhase, phase_sink
+from hooks.storage.catalog import default_catalog
 from hooks.storage.object_store import default_object_store
 from octotrain.abort_flags import AbortFlag
 from octotrain.input_sources import StageSource, current_sources

@@ -15,7 +15,7 @@ from typing import Annotated
 from airflow.api_fastapi.core_api.security import get_user
 from fastapi import APIRouter, Depends, Query
 
-from hooks.catalog import default_catalog
+from hooks.storage.catalog import default_catalog
 from octotrain.catalog.accounting import (
     Accounting,
     Month,

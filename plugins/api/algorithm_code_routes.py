@@ -19,7 +19,7 @@ from airflow.api_fastapi.core_api.security import get_user
 from fastapi import APIRouter, Depends, File, UploadFile
 from sqlalchemy.orm import Session
 
-from hooks.catalog import default_catalog
+from hooks.storage.catalog import default_catalog
 from hooks.storage.object_store import default_object_store
 from octotrain.catalog.access import Scope
 from octotrain.catalog.algorithm_code import AlgorithmCodes

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Body, Depends, File, Form, Path, Response, Upload
 from sqlalchemy.orm import Session
 
 from hooks.airflow.dataset_assets import announce_published
-from hooks.catalog import default_catalog
+from hooks.storage.catalog import default_catalog
 from hooks.storage.object_store import default_object_store
 from octotrain.catalog.access import Scope
 from octotrain.catalog.data_caches import DataCaches

@@ -16,8 +16,9 @@ from airflow.api_fastapi.core_api.security import get_user
 from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel
 
-from hooks.catalog import default_catalog
-from hooks.runs.run_metrics import RunMetrics, chart_finals, first_node, metrics_of, node_charts
+from hooks.launchers import metrics_of
+from hooks.runs.run_metrics import RunMetrics, chart_finals, first_node, node_charts
+from hooks.storage.catalog import default_catalog
 from octotrain.catalog.compared_runs import ComparedRun, compared_runs, retraining_runs
 from octotrain.catalog.models import Run, as_utc
 from octotrain.errors import NotFound

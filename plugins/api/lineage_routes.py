@@ -7,7 +7,7 @@ from __future__ import annotations
 from airflow.api_fastapi.core_api.security import get_user
 from fastapi import APIRouter, Depends
 
-from hooks.catalog import default_catalog
+from hooks.storage.catalog import default_catalog
 from hooks.storage.object_store import default_object_store
 from octotrain.catalog.model_versions import ModelVersions
 from octotrain.catalog.usage import ModelVersionUsers, model_version_users

@@ -17,9 +17,10 @@ from fastapi import APIRouter, Depends, Path, Query
 from fastapi.responses import FileResponse, StreamingResponse
 from pydantic import BaseModel
 
-from hooks.catalog import default_catalog
+from hooks.launchers import run_logs_of
 from hooks.runs.log_search import search
-from hooks.runs.run_logs import LogFile, RunLogs, run_logs_of
+from hooks.runs.run_logs import LogFile, RunLogs
+from hooks.storage.catalog import default_catalog
 from octotrain.catalog.views import RunView
 from octotrain.errors import InvalidQuery
 from octotrain.log_search import MAX_CONTEXT, MAX_HITS, SearchCursor, SearchQuery

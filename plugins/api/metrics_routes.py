@@ -23,8 +23,9 @@ from fastapi import APIRouter, Depends, Path, Query
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
-from hooks.catalog import default_catalog
-from hooks.runs.run_metrics import RunMetrics, metrics_of
+from hooks.launchers import metrics_of
+from hooks.runs.run_metrics import RunMetrics
+from hooks.storage.catalog import default_catalog
 from octotrain.errors import FieldProblem
 from octotrain.metrics_series import DEFAULT_POINTS, ChartColumns, peak_preserving_indices
 from octotrain.planning import RunPlan, recorded_plan

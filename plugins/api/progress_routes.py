@@ -14,9 +14,9 @@ from airflow.api_fastapi.core_api.security import get_user
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel
 
-from hooks.catalog import default_catalog
-from hooks.runs.run_admission import queue_state
-from hooks.runs.run_progress import progress_of
+from hooks.launchers import progress_of
+from hooks.run_admission import queue_state
+from hooks.storage.catalog import default_catalog
 from octotrain.admission import QueueState
 from octotrain.node_progress import NodeProgress, RunProgress
 from octotrain.run_lifecycle import ACTIVE_RUN_STATES

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Depends, Path
 from fastapi.responses import StreamingResponse
 from sqlalchemy.orm import Session
 
-from hooks.catalog import default_catalog
+from hooks.storage.catalog import default_catalog
 from hooks.storage.object_store import default_object_store
 from hooks.storage.zip_stream import ZipMember, zip_chunks
 from octotrain.catalog.access import Scope

@@ -25,9 +25,9 @@ from hooks.airflow.dag_runs import (
     run_id_for_request,
     trigger_dag_run,
 )
-from hooks.catalog import default_catalog
+from hooks.run_stops import request_stop
 from hooks.runs.run_resume import why_not_resumed, with_resumable
-from hooks.runs.run_stops import request_stop
+from hooks.storage.catalog import default_catalog
 from hooks.storage.object_store import default_object_store
 from octotrain.catalog.access import Scope
 from octotrain.catalog.documents import TaskCopyDocument

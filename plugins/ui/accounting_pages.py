@@ -15,7 +15,7 @@ from airflow.api_fastapi.core_api.security import get_user
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse
 
-from hooks.catalog import default_catalog
+from hooks.storage.catalog import default_catalog
 from octotrain.catalog.accounting import Accounting, Month, ProjectMonthUsage
 from octotrain.catalog.paging import MAX_LIMIT, Window
 from octotrain.catalog.projects import Projects

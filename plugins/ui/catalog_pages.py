@@ -18,8 +18,9 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi import Path as PathParameter
 from fastapi.responses import HTMLResponse
 
-from hooks.catalog import default_catalog
-from hooks.runs.run_metrics import chart_finals, first_node, metrics_of, node_charts
+from hooks.launchers import metrics_of
+from hooks.runs.run_metrics import chart_finals, first_node, node_charts
+from hooks.storage.catalog import default_catalog
 from hooks.storage.object_store import default_object_store
 from octotrain.catalog.data_caches import DataCaches
 from octotrain.catalog.documents import CACHE_TTL_HOURS_MAX, DEFAULT_TTL_HOURS

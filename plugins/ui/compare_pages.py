@@ -17,7 +17,7 @@ from airflow.api_fastapi.core_api.security import get_user
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from hooks.catalog import default_catalog
+from hooks.storage.catalog import default_catalog
 from octotrain.catalog.compared_runs import compared_runs, runs_to_add
 from octotrain.catalog.views import RunView
 from octotrain.errors import InvalidQuery

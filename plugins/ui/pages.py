@@ -26,7 +26,7 @@ from fastapi import Path as PathParameter
 from fastapi.responses import FileResponse, HTMLResponse
 from pydantic import BeforeValidator
 
-from hooks.catalog import default_catalog
+from hooks.storage.catalog import default_catalog
 from octotrain.catalog.access import Scope
 from octotrain.catalog.last_run_status import LastRunStatus
 from octotrain.catalog.models import Run, RunState, TrainingTask

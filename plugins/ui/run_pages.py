@@ -19,8 +19,8 @@ from fastapi import APIRouter, Depends, Request
 from fastapi import Path as PathParameter
 from fastapi.responses import HTMLResponse
 
-from hooks.catalog import default_catalog
 from hooks.runs.run_resume import why_not_resumed
+from hooks.storage.catalog import default_catalog
 from hooks.storage.object_store import default_object_store
 from octotrain.catalog.accounting import Accounting
 from octotrain.catalog.views import RunView, TaskView

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from cli.main import app
-from hooks.catalog import CatalogHook
+from hooks.storage.catalog import CatalogHook
 from hooks.storage.local_store import LocalFolderStore
 from tests.factories import seed
 

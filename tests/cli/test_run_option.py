@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from hooks.catalog import CatalogHook
+from hooks.storage.catalog import CatalogHook
 from octotrain.catalog.models import Run, RunState
 from tests.cli.conftest import Cli
 from tests.plan_rows import recorded

@@ -16,11 +16,11 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from hooks.airflow.airflow_rest import AirflowRestClient
-from hooks.catalog import CatalogHook
 from hooks.local.local_admission import machine_capacity
 from hooks.runs.checkpoint_sync import CheckpointSync
 from hooks.runs.run_abort import RunAbortMarker
 from hooks.runs.run_files import FolderRunFiles
+from hooks.storage.catalog import CatalogHook
 from hooks.storage.local_store import LocalFolderStore
 from octotrain.admission import Demand
 from octotrain.catalog.admissions import request_admission, settle_admissions

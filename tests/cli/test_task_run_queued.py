@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import select
 
 from hooks.airflow.airflow_rest import AirflowRestClient
-from hooks.catalog import CatalogHook
+from hooks.storage.catalog import CatalogHook
 from octotrain.catalog.models import Run, RunState
 from octotrain.settings import get_settings
 from tests.cli.conftest import Cli

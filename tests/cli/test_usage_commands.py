@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from hooks.catalog import CatalogHook
+from hooks.storage.catalog import CatalogHook
 from octotrain.catalog.models import Run, RunState
 from octotrain.catalog.node_holds import record_hold
 from tests.cli.conftest import Cli

@@ -8,7 +8,7 @@ from airflow.dag_processing.dagbag import DagBag
 from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
 
 from dags.factory import STAGE_SLOTS, build_all_dags
-from hooks.catalog import CatalogHook
+from hooks.storage.catalog import CatalogHook
 from hooks.storage.local_store import LocalFolderStore
 from octotrain.contracts import dag_id_for, task_id_from_dag_id
 from octotrain.settings import REPO_ROOT, get_settings

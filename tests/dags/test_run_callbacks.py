@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from dags.factory import build_all_dags
 from dags.run_callbacks import end_catalog_run_failed
-from hooks.catalog import CatalogHook
+from hooks.storage.catalog import CatalogHook
 from hooks.storage.local_store import LocalFolderStore
 from octotrain.catalog.models import Run, RunState
 from octotrain.contracts import dag_id_for

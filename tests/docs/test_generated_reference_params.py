@@ -14,7 +14,7 @@ from reference_parts.dag_params import EXAMPLE_TASK, task_params
 
 from dags.factory import build_all_dags
 from dags.run_params import secret_schema
-from hooks.catalog import CatalogHook
+from hooks.storage.catalog import CatalogHook
 from hooks.storage.local_store import LocalFolderStore
 from octotrain.contracts import dag_id_for
 from octotrain.run_settings import RUN_SETTING_NAMES

@@ -20,8 +20,8 @@ from sqlalchemy import select
 
 from dags.factory import build_all_dags
 from hooks.airflow.dag_runs import add_run_note
-from hooks.catalog import default_catalog
-from hooks.runs.run_stops import request_stop
+from hooks.run_stops import request_stop
+from hooks.storage.catalog import default_catalog
 from hooks.storage.object_store import default_object_store
 from octotrain.catalog.models import Run, TrainingTask
 from octotrain.contracts import dag_id_for

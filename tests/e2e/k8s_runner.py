@@ -30,7 +30,7 @@ from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import TaskDeferred
 from sqlalchemy import select
 
-from hooks.catalog import default_catalog
+from hooks.storage.catalog import default_catalog
 from hooks.storage.object_store import default_object_store
 from octotrain.catalog.access import Scope
 from octotrain.catalog.models import Run, RunState, TrainingTask

@@ -12,9 +12,8 @@ import time
 
 from sqlalchemy import select
 
-from hooks.catalog import default_catalog
-from hooks.runs.run_metrics import metrics_of
-from hooks.runs.run_progress import progress_of
+from hooks.launchers import metrics_of, progress_of
+from hooks.storage.catalog import default_catalog
 from hooks.storage.object_store import default_object_store
 from octotrain.catalog.models import Run
 from octotrain.catalog.named_objects import Algorithms

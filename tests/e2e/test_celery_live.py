@@ -27,7 +27,7 @@ import httpx
 import pytest
 
 from cli.demo import DemoSeed
-from hooks.catalog import CatalogHook
+from hooks.storage.catalog import CatalogHook
 from hooks.storage.object_store import object_store_from_url
 from octotrain.contracts import NodeLogNames, dag_id_for
 from octotrain.planning import run_key

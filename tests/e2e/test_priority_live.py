@@ -11,7 +11,7 @@ from datetime import datetime
 import httpx
 import pytest
 
-from hooks.catalog import CatalogHook
+from hooks.storage.catalog import CatalogHook
 from octotrain.contracts import dag_id_for
 from tests.factories import add_task
 from tests.live_airflow import HTTP_SECONDS, LiveAirflow, demo_airflow

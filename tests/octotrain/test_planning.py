@@ -3,7 +3,7 @@
 import pytest
 from sqlalchemy import delete, select, update
 
-from hooks.catalog import CatalogHook
+from hooks.storage.catalog import CatalogHook
 from hooks.storage.local_store import LocalFolderStore
 from octotrain.catalog.models import (
     Algorithm,

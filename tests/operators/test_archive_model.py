@@ -3,8 +3,8 @@ from pathlib import Path
 import pytest
 from airflow.sdk.exceptions import AirflowFailException
 
-from hooks.catalog import CatalogHook
 from hooks.runs.model_archive import lineage_edges
+from hooks.storage.catalog import CatalogHook
 from hooks.storage.local_store import LocalFolderStore
 from octotrain.catalog.models import Run, RunState, TrainingTask
 from octotrain.contracts import NodeLogNames

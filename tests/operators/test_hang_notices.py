@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from hooks.catalog import CatalogHook
+from hooks.storage.catalog import CatalogHook
 from hooks.storage.object_store import default_object_store
 from octotrain.catalog.models import Run, RunState
 from octotrain.hang_detection import HungNode

@@ -14,7 +14,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from kubernetes.client import models as k8s
 from sqlalchemy import select
 
-from hooks.catalog import CatalogHook
+from hooks.storage.catalog import CatalogHook
 from octotrain.catalog.models import NodeHold, Run, RunState, as_utc
 from octotrain.planning import NodeResources, RunPlan
 from octotrain.storage import ObjectStore

@@ -9,7 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from hooks.catalog import CatalogHook, catalog_for
+from hooks.storage.catalog import CatalogHook, catalog_for
 from hooks.storage.local_store import LocalFolderStore
 from octotrain.catalog.models import Run
 from octotrain.run_lifecycle import record_triggered

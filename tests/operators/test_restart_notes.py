@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hooks.catalog import CatalogHook
+from hooks.storage.catalog import CatalogHook
 from octotrain.catalog.models import Run, RunState
 from octotrain.planning import RunPlan
 from octotrain.restarts import RunRestart

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from hooks.catalog import CatalogHook, catalog_for
+from hooks.storage.catalog import CatalogHook, catalog_for
 from hooks.storage.object_store import default_object_store
 from octotrain.settings import get_settings
 from plugins.octotrain_plugin import OctotrainPlugin
@@ -58,7 +58,7 @@ def test_loading_the_plugin_builds_nothing_a_task_process_does_not_serve() -> No
 
     probe = (
         "import sys, plugins.octotrain_plugin as plugin; "
-        "print('loaded:', sorted(m for m in ('plugins.api.app', 'octotrain.catalog.models', "
+        "print('loaded:', sorted(m for m in ('plugins.app', 'octotrain.catalog.models', "
         "'fastapi') if m in sys.modules)); "
         "app = plugin.OctotrainPlugin.fastapi_apps[0]['app']; "
         "print('built:', type(app.built()).__name__, app.built() is app.built())"

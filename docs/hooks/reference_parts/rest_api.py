@@ -1,5 +1,5 @@
 """The ``rest-api`` part (docs/reference/rest-api.md): every route of the REST API, from the
-OpenAPI document the plugin serves (``plugins.api.app``): method, path and summary, by tag,
+OpenAPI document the plugin serves (``plugins.app``): method, path and summary, by tag,
 each parameter, its request body and its answers, linked to a "Schemas" section that shows
 every schema of the document once, field by field (the objects an inline request body
 describes by their title); and what each error answer means."""
@@ -39,7 +39,7 @@ def rest_api_reference() -> str:
 def openapi_document() -> dict[str, Any]:
     """The OpenAPI document the plugin serves, made without a request."""
     private_airflow_home()
-    from plugins.api.app import create_app
+    from plugins.app import create_app
 
     return create_app().openapi()
 

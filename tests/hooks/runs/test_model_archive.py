@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
-from hooks.catalog import CatalogHook
 from hooks.runs.model_archive import archive_outputs
+from hooks.storage.catalog import CatalogHook
 from hooks.storage.local_store import LocalFolderStore
 from hooks.storage.s3_store import s3_store_from_url
 from octotrain.catalog.models import DatasetVersion, ModelVersion, Run, RunState, TrainingTask

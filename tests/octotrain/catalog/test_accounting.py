@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from hooks.catalog import CatalogHook
+from hooks.storage.catalog import CatalogHook
 from octotrain.catalog.accounting import Accounting, HeldSpan, Month, Usage, usage_of
 from octotrain.catalog.models import Run, RunState, as_utc
 from octotrain.catalog.node_holds import record_hold, record_release

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from datetime import UTC, datetime, timedelta
 
-from hooks.catalog import CatalogHook
+from hooks.storage.catalog import CatalogHook
 from octotrain.admission import Capacity, Demand, ProjectQuota
 from octotrain.catalog.admissions import (
     claim_state,

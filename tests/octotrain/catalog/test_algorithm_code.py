@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from hooks.catalog import CatalogHook
+from hooks.storage.catalog import CatalogHook
 from hooks.storage.local_store import LocalFolderStore
 from octotrain.catalog.algorithm_code import AlgorithmCodes
 from octotrain.catalog.models import Algorithm, AlgorithmCode

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy.orm import Session
 
-from hooks.catalog import CatalogHook
+from hooks.storage.catalog import CatalogHook
 from hooks.storage.local_store import LocalFolderStore
 from octotrain.catalog.data_caches import DataCaches, fill_cache, waiting_caches
 from octotrain.catalog.dataset_versions import DatasetVersions

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from airflow.sdk.exceptions import TaskDeferred
 
-from hooks.catalog import CatalogHook
 from hooks.local import local_admission
 from hooks.local.local_launcher import LocalLauncher
+from hooks.storage.catalog import CatalogHook
 from octotrain.catalog.models import Run, RunState
 from octotrain.errors import InvalidInput
 from octotrain.planning import NodeResources, RunPlan

@@ -9,11 +9,11 @@ import pytest
 from airflow.sdk.exceptions import AirflowFailException
 from sqlalchemy import delete
 
-from hooks.catalog import CatalogHook
 from hooks.inputs.mounts import MountUnavailable, expose_mount
 from hooks.inputs.node_cache import NodeCache
 from hooks.runs.run_abort import RunAbortMarker
 from hooks.runs.run_files import FolderRunFiles
+from hooks.storage.catalog import CatalogHook
 from hooks.storage.local_store import LocalFolderStore
 from octotrain.catalog.models import DatasetVersion, TrainingTask
 from octotrain.planning import RunPlan, build_run_plan

@@ -12,10 +12,10 @@ from airflow.api_fastapi.app import create_auth_manager
 from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
 from fastapi.testclient import TestClient
 
-from hooks.catalog import CatalogHook, catalog_for
+from hooks.storage.catalog import CatalogHook, catalog_for
 from hooks.storage.local_store import LocalFolderStore
 from octotrain.settings import get_settings
-from plugins.api.app import create_app
+from plugins.app import create_app
 from tests.conftest import BACKENDS, postgres_database
 from tests.factories import build_rule_catalog
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from hooks.catalog import default_catalog
+from hooks.storage.catalog import default_catalog
 from octotrain.catalog.models import Run, RunState
 from octotrain.catalog.node_holds import record_hold
 from octotrain.tasks import Tasks

@@ -7,7 +7,7 @@ import re
 import pytest
 from fastapi.routing import APIRoute
 
-from plugins.api.app import create_app
+from plugins.app import create_app
 from tests.plugins.api.conftest import Api
 
 PLACEHOLDERS = {

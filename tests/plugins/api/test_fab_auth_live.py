@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from cli.demo import DemoSeed
-from hooks.catalog import CatalogHook
+from hooks.storage.catalog import CatalogHook
 from octotrain.contracts import dag_id_for
 from octotrain.storage import ObjectStore
 from tests.conftest import BACKENDS, postgres_database

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from hooks.catalog import default_catalog
+from hooks.storage.catalog import default_catalog
 from octotrain.catalog.models import Run, RunState
 from octotrain.contracts import NodeLogNames
 from octotrain.planning import run_key

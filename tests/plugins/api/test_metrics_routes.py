@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from hooks.catalog import default_catalog
 from hooks.runs.chart_series_index import index_node_charts
 from hooks.runs.run_files import StoreRunFiles
 from hooks.runs.run_metrics import forget_charts
+from hooks.storage.catalog import default_catalog
 from hooks.storage.object_store import upload_folder
 from octotrain.catalog.models import Run, RunState
 from octotrain.planning import run_key

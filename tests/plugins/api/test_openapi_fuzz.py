@@ -27,7 +27,7 @@ from urllib3.fields import format_multipart_header_param
 
 from octotrain.catalog.dataset_versions import dataset_version_prefix
 from octotrain.run_layout import model_import_prefix
-from plugins.api.app import create_app
+from plugins.app import create_app
 from tests.file_names import name_of
 from tests.plugins.api.conftest import Api, auth
 

@@ -7,10 +7,10 @@ import json
 import time
 from datetime import UTC, datetime, timedelta
 
-from hooks.catalog import default_catalog
 from hooks.local.local_admission import machine_capacity
 from hooks.runs.run_files import FolderRunFiles
 from hooks.runs.run_progress import phase_sink
+from hooks.storage.catalog import default_catalog
 from octotrain.admission import Demand
 from octotrain.catalog.admissions import request_admission, settle_admissions
 from octotrain.catalog.models import Run, RunState

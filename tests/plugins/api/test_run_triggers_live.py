@@ -20,7 +20,7 @@ from airflow_client.client.models.trigger_dag_run_post_body import TriggerDAGRun
 
 from cli.demo import DemoSeed
 from hooks.airflow.airflow_rest import wait_until
-from hooks.catalog import CatalogHook
+from hooks.storage.catalog import CatalogHook
 from hooks.storage.local_store import LocalFolderStore
 from octotrain.catalog.dataset_versions import DatasetVersions
 from octotrain.contracts import dag_id_for

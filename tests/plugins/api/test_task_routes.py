@@ -16,10 +16,10 @@ from airflow.utils.types import DagRunType
 from sqlalchemy import delete, select
 
 from hooks.airflow.dag_runs import TriggeredRun
-from hooks.catalog import default_catalog
 from hooks.runs.checkpoint_sync import CheckpointSync
 from hooks.runs.run_abort import RunAbortMarker
 from hooks.runs.run_files import FolderRunFiles
+from hooks.storage.catalog import default_catalog
 from hooks.storage.object_store import default_object_store
 from octotrain.catalog.models import Run, RunState
 from octotrain.errors import Conflict

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from dags.factory import task_doc_md
-from hooks.catalog import default_catalog
+from hooks.storage.catalog import default_catalog
 from octotrain.catalog.models import ModelRepository, ModelVersion, Run, RunState, TrainingTask
 from plugins.ui import catalog_pages
 from plugins.ui.catalog_pages import datasets_read

@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from octotrain.catalog.compared_runs import ADDABLE_RUNS_PER_TASK
-from plugins.api.app import create_app
+from plugins.app import create_app
 from tests.browser import chromium, screenshot_path, serving
 from tests.plugins.api.conftest import Api, token
 from tests.plugins.api.test_compare_routes import (

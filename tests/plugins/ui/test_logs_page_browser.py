@@ -13,12 +13,12 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from hooks.catalog import default_catalog
+from hooks.storage.catalog import default_catalog
 from octotrain.catalog.models import Run, RunState
 from octotrain.contracts import NodeLogNames, dag_id_for
 from octotrain.planning import run_key
 from octotrain.settings import get_settings
-from plugins.api.app import create_app
+from plugins.app import create_app
 from tests.browser import chromium, screenshot_path, serving
 from tests.factories import VALID_TASK
 from tests.plan_rows import recorded

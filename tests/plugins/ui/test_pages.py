@@ -11,10 +11,10 @@ from urllib.parse import quote
 import pytest
 from fastapi.testclient import TestClient
 
-from hooks.catalog import default_catalog
+from hooks.storage.catalog import default_catalog
 from octotrain.catalog.models import Run, RunState
 from octotrain.contracts import dag_id_for
-from plugins.api.app import create_app
+from plugins.app import create_app
 from plugins.ui.pages import run_duration, usage_amount
 from tests.factories import VALID_TASK
 from tests.plugins.api.conftest import Api, token

@@ -12,14 +12,14 @@ from datetime import UTC, datetime
 import pytest
 from playwright.sync_api import expect
 
-from hooks.catalog import default_catalog
 from hooks.local.local_admission import machine_capacity
 from hooks.runs.run_files import FolderRunFiles
 from hooks.runs.run_progress import phase_sink
+from hooks.storage.catalog import default_catalog
 from octotrain.admission import Demand
 from octotrain.catalog.admissions import request_admission, settle_admissions
 from octotrain.node_progress import Phase, PhaseRecord
-from plugins.api.app import create_app
+from plugins.app import create_app
 from tests.browser import chromium, screenshot_path, serving
 from tests.plugins.api.conftest import Api, token
 from tests.plugins.api.test_metrics_routes import new_run

@@ -7,7 +7,7 @@ import html
 import re
 from datetime import datetime, timedelta
 
-from hooks.catalog import default_catalog
+from hooks.storage.catalog import default_catalog
 from octotrain.catalog.models import Run, RunState
 from plugins.ui.task_list import page_links
 from tests.factories import VALID_TASK

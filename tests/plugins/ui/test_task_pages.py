@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 from sqlalchemy import select
 
-from hooks.catalog import default_catalog
+from hooks.storage.catalog import default_catalog
 from octotrain.catalog.models import (
     ModelRepository,
     ModelVersion,

@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from playwright.sync_api import expect
 
-from hooks.catalog import default_catalog
+from hooks.storage.catalog import default_catalog
 from octotrain.catalog.models import Run, RunState
 from octotrain.catalog.node_holds import record_hold
-from plugins.api.app import create_app
+from plugins.app import create_app
 from tests.browser import chromium, screenshot_path, serving
 from tests.factories import VALID_TASK
 from tests.plan_rows import recorded

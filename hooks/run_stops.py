@@ -17,10 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from hooks.catalog import default_catalog
-from hooks.launchers import configured_launcher
+from hooks.launchers import configured_launcher, progress_of
 from hooks.runs.run_abort import RunAbortMarker
-from hooks.runs.run_progress import progress_of
+from hooks.storage.catalog import default_catalog
 from octotrain.abort_flags import AbortFlag, stop_note
 from octotrain.catalog.models import Run, RunState
 from octotrain.planning import run_key

@@ -1,6 +1,7 @@
 """The stages that go with each launcher, keyed as ``hooks/launchers.py`` keys the launchers (the
-value of ``OCTOTRAIN_LAUNCHER``): the one place among the stages that reads which launcher is
-configured. A test holds the two tables to the same keys."""
+value of ``OCTOTRAIN_LAUNCHER``): the one place of the DAGs and the stages that reads which
+launcher is configured (each launcher's builder is in its room, ``operators/local/`` and
+``operators/kubernetes/``). A test holds the two tables to the same keys."""
 
 from __future__ import annotations
 
