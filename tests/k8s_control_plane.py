@@ -394,6 +394,24 @@ def renew_lease(api: httpx.Client, name: str) -> None:
     renewed.raise_for_status()
 
 
+def report_ready(api: httpx.Client, name: str) -> None:
+    """Node ``name`` Ready again when the API shows it otherwise, as a kubelet's status sync
+    does: the node lifecycle controller marks a node whose Lease went stale (its apiserver was
+    down a while) Ready=Unknown and taints it unreachable, and only the node's own Ready ends
+    that."""
+    node = api.get(f"/api/v1/nodes/{name}")
+    node.raise_for_status()
+    conditions = node.json().get("status", {}).get("conditions") or []
+    if any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
+        return
+    now = rfc3339_now()
+    ready = {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "test node",
+             "lastHeartbeatTime": now, "lastTransitionTime": now}  # fmt: skip
+    patched = api.patch(f"/api/v1/nodes/{name}/status", json={"status": {"conditions": [ready]}},
+                        headers={"Content-Type": "application/merge-patch+json"})  # fmt: skip
+    patched.raise_for_status()
+
+
 def delete_node(plane: ControlPlane, name: str) -> None:
     """Node ``name`` and its Lease gone (a test's nodes do not outlive it)."""
     with plane.client() as api:

@@ -37,6 +37,7 @@ from tests.k8s_control_plane import (
     issue_certificate,
     register_node,
     renew_lease,
+    report_ready,
 )
 from tests.k8s_node_agent.api_pods import ApiPods
 from tests.k8s_node_agent.kubelet import Disruption, PodRuntime
@@ -283,6 +284,7 @@ class NodeAgent:
         while not self.stopping.wait(HEARTBEAT_SECONDS):
             try:
                 renew_lease(self._api, self.node_name)
+                report_ready(self._api, self.node_name)
             except httpx.HTTPError as error:
                 log.info("node %s: lease not renewed: %s", self.node_name, error)
 
