@@ -41,16 +41,21 @@ class RunStop:
 
 def request_stop(run: Run, *, by: str) -> RunStop:
     """Raise ``run``'s abort flag for ``by``."""
+    now = datetime.now(UTC)
+    return raise_stop_flag(run, AbortFlag.stopped_by(by, at=now), note=stop_note(user=by, at=now))
+
+
+def raise_stop_flag(run: Run, requested: AbortFlag, *, note: str) -> RunStop:
+    """Raise ``run``'s abort flag ``requested`` (a user's stop, a sweep's pruning) unless one
+    is up already; ``note`` is for its DAG run in Airflow when this one holds."""
     layout = RunLayout(get_settings().runs_dir, run.task_id, run_key(run.airflow_run_id))
     marker = RunAbortMarker(configured_launcher().run_files(layout))
     earlier = marker.flag()
-    now = datetime.now(UTC)
-    requested = AbortFlag.stopped_by(by, at=now)
     marker.raise_flag(requested)
     flag = marker.flag()
     assert flag is not None
     holds = earlier is None and flag == requested
-    return RunStop(flag, stop_note(user=by, at=now) if holds else None)
+    return RunStop(flag, note if holds else None)
 
 
 def end_unsuccessful_run(
@@ -69,5 +74,7 @@ def end_unsuccessful_run(
             message = flag.stop_summary(progress_of(run, now=time.time()))
         else:
             message = run_message(reasons, culprit=flag.node if flag else None)
-        state = RunState.STOPPED if flag is not None and flag.stopped else RunState.FAILED
+        state = RunState.FAILED
+        if flag is not None and flag.stopped:
+            state = RunState.PRUNED if flag.pruned else RunState.STOPPED
         end_run(session, run_id=run_id, state=state, reason=message)

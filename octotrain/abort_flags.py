@@ -32,6 +32,7 @@ class AbortFlag:
     node: str = ""  # the node whose failure ended the run; "" when the run was stopped whole
     stopped: bool = False  # a stop, not a failure: the run ends `stopped`
     at: str = ""  # when a user asked for the stop (ISO 8601, UTC); "" for any other flag
+    pruned: bool = False  # a sweep's pruner stopped the trial: the run ends `pruned`
 
     @classmethod
     def node_failed(cls, node_index: str, reason: str) -> AbortFlag:
@@ -42,6 +43,15 @@ class AbortFlag:
         """``user``'s stop, asked for ``at`` (now when not given)."""
         asked = (at or datetime.now(UTC)).astimezone(UTC)
         return cls(reason=f"stopped by {user}", stopped=True, at=asked.isoformat())
+
+    @classmethod
+    def pruned_by(
+        cls, sweep: str, *, trial: int, step: int, at: datetime | None = None
+    ) -> AbortFlag:
+        """Sweep ``sweep``'s pruner stopped trial ``trial`` after its objective at ``step``."""
+        asked = (at or datetime.now(UTC)).astimezone(UTC)
+        reason = f"pruned by sweep {sweep} (trial {trial}, at step {step})"
+        return cls(reason=reason, stopped=True, pruned=True, at=asked.isoformat())
 
     @classmethod
     def stopped_by_airflow(cls, node_index: str) -> AbortFlag:
@@ -106,6 +116,7 @@ class AbortFlag:
                 node=str(document.get("node", "")),
                 stopped=bool(document.get("stopped", False)),
                 at=str(document.get("at", "")),
+                pruned=bool(document.get("pruned", False)),
             )
         except (ValueError, KeyError, TypeError):
             return cls(reason="the run is being stopped (its abort flag is unreadable)")
@@ -121,6 +132,17 @@ def stop_note(*, user: str, at: datetime) -> str:
         "Octotrain. Airflow has no stopped state, so this run shows as failed: its nodes' launch "
         "tasks were stopped (their logs kept by collect_logs) and no model version was "
         "archived. Octotrain shows it as stopped."
+    )
+
+
+def pruned_note(flag: AbortFlag) -> str:
+    """The note a sweep's pruning leaves on the trial's DAG run in Airflow, which shows it
+    failed: it was stopped early on purpose, by its sweep's pruner."""
+    return (
+        f"**{flag.reason[:1].upper()}{flag.reason[1:]}** through Octotrain. Airflow has no "
+        "stopped state, so this run shows as failed: its objective was behind the sweep's other "
+        "trials, so its nodes were stopped early (their logs kept by collect_logs) and no model "
+        "version was archived. Octotrain shows it as pruned."
     )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from octotrain.admission import QueueState
+from octotrain.admission import Demand, QueueState
 from octotrain.catalog.models import ModelVersion, Run
 from octotrain.planning import RunPlan
 from octotrain.run_files import RunFiles
@@ -30,6 +30,10 @@ class Launcher(Protocol):
 
     def queue_state(self, run: Run) -> QueueState | None:
         """The run's place in what admits its nodes (this machine's rule, or Kueue)."""
+
+    def concurrency_refusal(self, project: str, demand: Demand, runs: int) -> str | None:
+        """Why ``runs`` runs of ``demand`` each could never hold their nodes at once within
+        ``project``'s quota (a sweep's trials at once); None when they could."""
 
     def archive(self, plan: RunPlan, layout: RunLayout) -> ModelVersion:
         """The nodes' merged OUTPUT as the next version of the plan's repository, from where

@@ -2,10 +2,11 @@
 
 A run is ``queued`` when it is triggered (Octotrain's API records it before Airflow starts it),
 ``running`` once ``validate`` has resolved its plan, and then ends once: ``success`` with its
-model version, ``failed`` or ``stopped``. An ended run always has its end time, and unless it
-succeeded, the reason in words. The stages, the DAG's failure callback, the API, the pages and
-the command line all go through these functions: none can leave a run ended without a time or
-a reason, and the first end wins (a run a stage ended is not ended again by the callback).
+model version, ``failed``, ``stopped`` or ``pruned`` (a sweep's trial its pruner stopped). An
+ended run always has its end time, and unless it succeeded, the reason in words. The stages, the
+DAG's failure callback, the API, the pages and the command line all go through these functions: none
+can leave a run ended without a time or a reason, and the first end wins (a run a stage ended is not
+ended again by the callback).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from sqlalchemy.orm import Session
 from octotrain.catalog.models import Run, RunState
 
 ACTIVE_RUN_STATES = (RunState.QUEUED, RunState.RUNNING)
-ENDED_RUN_STATES = (RunState.SUCCESS, RunState.FAILED, RunState.STOPPED)
+ENDED_RUN_STATES = (RunState.SUCCESS, RunState.FAILED, RunState.STOPPED, RunState.PRUNED)
 
 
 def find_run(session: Session, task_id: int, airflow_run_id: str) -> Run | None:
@@ -39,12 +40,14 @@ def record_triggered(
     node_count: int,
     resumed_from: int | None = None,
     secrets: dict[str, Any] | None = None,
+    trial: tuple[int, int] | None = None,
 ) -> Run:
     """The run a trigger is starting, queued until ``validate`` takes it over (the same row,
     found by its Airflow run id); a retried trigger finds the row it made, also when the retry
     races the first try (the row's unique key decides, in a savepoint). ``resumed_from``: the
     earlier run whose checkpoint it resumes; ``secrets``: the secret values given for this run,
-    held apart from its conf (``octotrain.secrets.held_apart``) until ``validate`` reads them."""
+    held apart from its conf (``octotrain.secrets.held_apart``) until ``validate`` reads them;
+    ``trial``: the sweep and trial number it is a trial of."""
     found = find_run(session, task_id, airflow_run_id)
     if found is not None:
         return found
@@ -57,6 +60,8 @@ def record_triggered(
         node_count=node_count,
         resumed_from_id=resumed_from,
         secrets=secrets or {},
+        sweep_id=trial[0] if trial else None,
+        trial_number=trial[1] if trial else None,
     )
     try:
         with session.begin_nested():

@@ -12,7 +12,7 @@ from hooks.runs.model_archive import NoModelWritten, archive_stored_outputs, sto
 from hooks.runs.run_files import StoreRunFiles
 from hooks.storage.catalog import default_catalog
 from hooks.storage.object_store import default_object_store
-from octotrain.admission import QueueState
+from octotrain.admission import Demand, QueueState
 from octotrain.catalog.models import ModelVersion, Run
 from octotrain.errors import InvalidInput
 from octotrain.kubernetes_config import kubernetes_config
@@ -51,6 +51,30 @@ class PodLauncher:
         except Exception:
             log.warning("could not read run %s's Kueue Workload", run.id, exc_info=True)
             return None
+
+    def concurrency_refusal(self, project: str, demand: Demand, runs: int) -> str | None:
+        """With Kueue, the ClusterQueue behind the project's LocalQueue must be able to hold
+        ``runs`` runs' nodes at once (their cores and memory; a pod's sidecar asks a little
+        more, which Kueue itself judges); without a queue there is no quota to judge."""
+        config = kubernetes_config()
+        if config.admission != "kueue":
+            return None
+        # Imported here: the Kubernetes client costs 2 s to import, which only this needs.
+        from hooks.kubernetes.kubernetes_access import LauncherAccessError, check_kueue_queue
+        from hooks.kubernetes.kubernetes_runs import KubernetesRuns
+
+        settings = get_settings()
+        runs_api = KubernetesRuns(
+            conn_id=settings.kubernetes_conn_id, namespace=settings.kubernetes_namespace
+        )
+        asked = {"cpu": demand.cores * runs, "memory": float(demand.memory_mib * runs << 20)}
+        try:
+            check_kueue_queue(
+                runs_api, queue=config.kueue.queue_of(project), project=project, asked=asked
+            )
+        except LauncherAccessError as error:
+            return f"{runs} runs at once: {error}"
+        return None
 
     def archive(self, plan: RunPlan, layout: RunLayout) -> ModelVersion:
         """The pods' sidecars uploaded each node's OUTPUT and metrics."""

@@ -116,6 +116,25 @@ def refusal(plan: RunPlan) -> str | None:
     )
 
 
+def concurrency_refusal(project: str, demand: Demand, runs: int) -> str | None:
+    """Why ``runs`` runs of ``demand`` could never be admitted together here (the machine's
+    bounds and the project's quota); None when they could, or admission is off."""
+    if not get_settings().local_admission:
+        return None
+    together = Demand.of(
+        nodes=demand.nodes * runs,
+        cores_per_node=demand.cores / demand.nodes,
+        memory_mib_per_node=demand.memory_mib // demand.nodes,
+    )
+    why = too_large(together, project, machine_capacity())
+    if why is None:
+        return None
+    return (
+        f"{runs} runs at once would never fit: {why.replace('the run needs', 'they need')} "
+        f"(project quotas in {get_settings().local_quotas_file.name})"
+    )
+
+
 def request(plan: RunPlan) -> None:
     """Ask for the run's nodes, and admit whatever fits now (this run, maybe)."""
     if not get_settings().local_admission or not plan.catalog_run_id:

@@ -18,7 +18,7 @@ from hooks.runs.run_files import folder_then_store
 from hooks.storage.catalog import default_catalog
 from hooks.storage.hashing_io import file_checksum
 from hooks.storage.object_store import default_object_store
-from octotrain.admission import QueueState
+from octotrain.admission import Demand, QueueState
 from octotrain.catalog.models import ModelVersion, Run
 from octotrain.errors import FieldProblem, InvalidInput
 from octotrain.metrics import final_values
@@ -46,6 +46,10 @@ class LocalLauncher:
     def queue_state(self, run: Run) -> QueueState | None:
         """This machine's admission rule (``hooks.local.local_admission``)."""
         return local_admission.queue_state(run.id)
+
+    def concurrency_refusal(self, project: str, demand: Demand, runs: int) -> str | None:
+        """This machine's bounds and the project's quota (``hooks.local.local_admission``)."""
+        return local_admission.concurrency_refusal(project, demand, runs)
 
     def archive(self, plan: RunPlan, layout: RunLayout) -> ModelVersion:
         """The nodes' OUTPUT folders are in the run folder."""

@@ -118,6 +118,22 @@ class RunState(enum.StrEnum):
     SUCCESS = "success"
     FAILED = "failed"
     STOPPED = "stopped"
+    # A sweep's trial its pruner stopped early (hopeless against the others): not a failure.
+    PRUNED = "pruned"
+
+
+class SweepState(enum.StrEnum):
+    """A sweep is ``created`` until started, ``running`` while its driver asks for trials,
+    ``stopping`` once a user asked it to stop (its running trials are being stopped), then ends
+    once: ``finished`` (its budget spent), ``stopped`` (a user) or ``failed`` (too many trials
+    failed in a row, or the sweep could not go on), saying why."""
+
+    CREATED = "created"
+    RUNNING = "running"
+    STOPPING = "stopping"
+    FINISHED = "finished"
+    STOPPED = "stopped"
+    FAILED = "failed"
 
 
 class StoredFiles:
@@ -458,6 +474,8 @@ class Run(Base):
         UniqueConstraint("task_id", "airflow_run_id"),
         # A task's runs newest first, a page of them, their count (octotrain.catalog.paging).
         Index("ix_runs_task_id_id", "task_id", "id"),
+        # A trial is started once: its number names it within its sweep.
+        UniqueConstraint("sweep_id", "trial_number"),
         NEVER_REUSED_IDS,
     )
 
@@ -481,11 +499,54 @@ class Run(Base):
     resumed_from_id: Mapped[int | None] = mapped_column(
         ForeignKey("runs.id", ondelete="SET NULL"), nullable=True
     )
+    # A sweep's trial: the sweep and the trial's number in its Optuna study (0, 1, ...).
+    sweep_id: Mapped[int | None] = mapped_column(
+        ForeignKey("sweeps.id", ondelete="CASCADE"), nullable=True
+    )
+    trial_number: Mapped[int | None] = mapped_column(Integer, nullable=True)
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
     task: Mapped[TrainingTask] = relationship(back_populates="runs")
     model_version: Mapped[ModelVersion | None] = relationship()
+
+
+class Sweep(Base):
+    """A hyper-parameter sweep of one training task (``octotrain.sweep_spec``): its trials are
+    runs of the task (``Run.sweep_id``); its search's state is its Optuna study, named
+    ``study_name``, in this same database (``hooks/sweeps/sweep_study.py``). ``airflow_run_id``
+    is the run of the sweeps' DAG that drives it."""
+
+    __tablename__ = "sweeps"
+    __table_args__ = (UniqueConstraint("task_id", "name"), NEVER_REUSED_IDS)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("training_tasks.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(64))
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)
+    state: Mapped[SweepState] = mapped_column(_enum(SweepState, "sweep_state"))
+    message: Mapped[str] = mapped_column(Text, default="")
+    created_by: Mapped[str] = mapped_column(String(256), default="")
+    airflow_run_id: Mapped[str] = mapped_column(String(250), default="")
+    # The best finished trial once the sweep ended (its model version is marked).
+    best_run_id: Mapped[int | None] = mapped_column(
+        ForeignKey("runs.id", ondelete="SET NULL", use_alter=True), nullable=True
+    )
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+    task: Mapped[TrainingTask] = relationship()
+    trials: Mapped[list[Run]] = relationship(
+        primaryjoin="Run.sweep_id == Sweep.id",
+        foreign_keys="Run.sweep_id",
+        order_by="Run.trial_number",
+        viewonly=True,
+    )
+
+    @property
+    def study_name(self) -> str:
+        return f"octotrain-sweep-{self.id}"
 
 
 class NodeHold(Base):

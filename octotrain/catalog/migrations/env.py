@@ -5,6 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine
 
+from octotrain.catalog.migrate import VERSION_TABLE
 from octotrain.catalog.models import Base
 
 config = context.config
@@ -28,13 +29,18 @@ def _run(connection: object) -> None:
         target_metadata=target_metadata,
         render_as_batch=True,  # SQLite can only alter tables by copying them
         compare_type=True,
+        version_table=VERSION_TABLE,
     )
     with context.begin_transaction():
         context.run_migrations()
 
 
 if context.is_offline_mode():
-    context.configure(url=config.get_main_option("sqlalchemy.url"), target_metadata=target_metadata)
+    context.configure(
+        url=config.get_main_option("sqlalchemy.url"),
+        target_metadata=target_metadata,
+        version_table=VERSION_TABLE,
+    )
     with context.begin_transaction():
         context.run_migrations()
 else:
