@@ -67,6 +67,11 @@ LAZY_COMMANDS = {
         "cli.catalog_commands", "repositories_app", "The model repositories of a project."
     ),
     "task": LazyCommand("cli.task_commands", "tasks_app", "Training tasks."),
+    "sweep": LazyCommand(
+        "cli.sweep_commands",
+        "sweeps_app",
+        "Hyper-parameter sweeps of a task: many runs, searched and pruned with Optuna.",
+    ),
     "node": LazyCommand(
         "cli.node_commands", "nodes_app", "What runs inside a training pod beside the training."
     ),

@@ -141,7 +141,7 @@ def run_task(
     as_json: JsonOption = False,
 ) -> None:
     with reported(as_json=as_json):
-        _trigger(task_id, parse_conf(conf), wait=wait, timeout=timeout, as_json=as_json)
+        trigger_task_run(task_id, parse_conf(conf), wait=wait, timeout=timeout, as_json=as_json)
 
 
 @tasks_app.command("resume", help="Resume a failed or stopped run from its checkpoint.")
@@ -165,10 +165,12 @@ def resume_task_run(
             if refused is not None:
                 raise Conflict(refused)
             resumed = {RESUME_SETTING: earlier.id}
-        _trigger(task_id, parse_conf(conf) | resumed, wait=wait, timeout=timeout, as_json=as_json)
+        trigger_task_run(
+            task_id, parse_conf(conf) | resumed, wait=wait, timeout=timeout, as_json=as_json
+        )
 
 
-def _trigger(
+def trigger_task_run(
     task_id: int, settings_of_run: dict[str, object], *, wait: bool, timeout: float, as_json: bool
 ) -> None:
     """Judge the task with the run's settings (refused before Airflow is asked), record it as

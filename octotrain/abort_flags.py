@@ -135,17 +135,6 @@ def stop_note(*, user: str, at: datetime) -> str:
     )
 
 
-def pruned_note(flag: AbortFlag) -> str:
-    """The note a sweep's pruning leaves on the trial's DAG run in Airflow, which shows it
-    failed: it was stopped early on purpose, by its sweep's pruner."""
-    return (
-        f"**{flag.reason[:1].upper()}{flag.reason[1:]}** through Octotrain. Airflow has no "
-        "stopped state, so this run shows as failed: its objective was behind the sweep's other "
-        "trials, so its nodes were stopped early (their logs kept by collect_logs) and no model "
-        "version was archived. Octotrain shows it as pruned."
-    )
-
-
 def _number_text(value: float | None) -> str:
     """A progress count as a person writes it: 39, not 39.0."""
     if value is None:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 METRICS_META_FILE = "metrics.json"
 DAG_ID_PREFIX = "octotrain_task_"
+# The one DAG that drives every hyper-parameter sweep (dags/sweeps.py); its conf names the sweep.
+SWEEPS_DAG_ID = "octotrain_sweeps"
 # The four log files of a node, in the order the log pages list them.
 LOG_KINDS = ("train", "init", "sidecar", "supplemental")
 # The variables the platform sets for every training process (docs: the environment contract);

@@ -23,6 +23,7 @@ from plugins.api import (
     openapi_routes,
     progress_routes,
     stored_file_routes,
+    sweep_routes,
     task_routes,
 )
 from plugins.api.body_limit import BodyLimit
@@ -58,6 +59,7 @@ def create_app() -> FastAPI:
     api.include_router(stored_file_routes.router)
     api.include_router(algorithm_code_routes.router)
     api.include_router(task_routes.router)
+    api.include_router(sweep_routes.router)
     api.include_router(log_routes.router)
     api.include_router(metrics_routes.router)
     api.include_router(compare_routes.router)

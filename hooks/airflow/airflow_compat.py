@@ -236,3 +236,25 @@ def register_asset_event(session: Session, *, uri: str, extra: dict[str, object]
         asset=asset, extra=extra, source_is_api=True, session=session
     )
     return event is not None
+
+
+def trigger_from_task(*, dag_id: str, run_id: str, conf: dict[str, Any], note: str) -> bool:
+    """Start run ``run_id`` of ``dag_id`` now from inside a running task, as Airflow's own
+    ``TriggerDagRunOperator`` does (the task's supervisor asks the Execution API, with the
+    task's token: no user's credentials); False when the run exists already.
+
+    Internal: the task runner's ``SUPERVISOR_COMMS`` and its ``TriggerDagRun`` message (the
+    operator reaches them by raising ``DagRunTriggerException``, which ends the task; a sweep's
+    driver must trigger many runs and go on)."""
+    from airflow.sdk.exceptions import ErrorType
+    from airflow.sdk.execution_time.comms import ErrorResponse, TriggerDagRun
+    from airflow.sdk.execution_time.task_runner import SUPERVISOR_COMMS
+
+    answer = SUPERVISOR_COMMS.send(
+        TriggerDagRun(dag_id=dag_id, run_id=run_id, conf=conf, logical_date=None, note=note)
+    )
+    if isinstance(answer, ErrorResponse):
+        if answer.error == ErrorType.DAGRUN_ALREADY_EXISTS:
+            return False
+        raise RuntimeError(f"Airflow refused to start run {run_id} of {dag_id}: {answer.detail}")
+    return True

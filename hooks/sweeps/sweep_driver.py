@@ -22,6 +22,7 @@ is the same whichever launcher runs the trials and however they are triggered.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Callable
@@ -31,20 +32,21 @@ from typing import Any, Protocol
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from hooks.airflow.airflow_rest import REQUEST_RUN_PREFIX
 from hooks.storage.catalog import CatalogHook
 from hooks.sweeps.sweep_study import distributions, open_study
 from octotrain.abort_flags import AbortFlag
-from octotrain.catalog.models import NodeHold, Run, RunState, Sweep, SweepState, as_utc
+from octotrain.catalog.models import Run, RunState, Sweep, SweepState, as_utc
+from octotrain.catalog.node_holds import node_hours_of_runs
 from octotrain.errors import InvalidInput
 from octotrain.planning import resolve_run
 from octotrain.run_lifecycle import ACTIVE_RUN_STATES, end_run, record_triggered
 from octotrain.sweep_spec import Objective, SweepSpec
 from octotrain.sweeps import ENDED_SWEEP_STATES, end_sweep, stopping_user, sweep_spec
 
+log = logging.getLogger(__name__)
 POLL_SECONDS = 0.5
 Points = list[tuple[float, float]]
 
@@ -177,6 +179,7 @@ class SweepDriver:
         )
         session.commit()  # the trial is the sweep's before Airflow is asked: never lost
         self.start_trial(task_id=sweep.task_id, airflow_run_id=run_id, conf=conf)
+        log.info("trial %d started as run %d (%s): %s", trial.number, run.id, run_id, conf)
         return run
 
     def _follow(
@@ -198,6 +201,7 @@ class SweepDriver:
         if run.state == RunState.RUNNING:
             self._report(sweep, study, trial, run, points)
             return
+        log.info("trial %d (run %d) ended %s", trial.number, run.id, run.state.value)
         if run.state == RunState.SUCCESS:
             value = objective_value(points, spec.objective)
             if value is not None:
@@ -227,6 +231,7 @@ class SweepDriver:
         if added and run.id not in self._asked_to_stop and live.should_prune():
             assert reported is not None
             flag = AbortFlag.pruned_by(sweep.name, trial=trial.number, step=reported)
+            log.info("trial %d (run %d) pruned at step %d", trial.number, run.id, reported)
             self._stop(run, flag)
 
     def _stop(self, run: Run, flag: AbortFlag) -> None:
@@ -279,7 +284,11 @@ class SweepDriver:
         if isinstance(sampler, optuna.samplers.GridSampler) and sampler.is_exhausted(study):
             return f"every point of the grid was tried ({len(runs)} trials)"
         hours = spec.budget.node_hours
-        if hours is not None and node_hours(session, list(runs.values()), self.clock()) >= hours:
+        ids = [run.id for run in runs.values()]
+        if (
+            hours is not None
+            and sum(node_hours_of_runs(session, ids, now=self.clock()).values()) >= hours
+        ):
             return f"its budget of {hours:g} node-hours was spent"
         return None
 
@@ -348,18 +357,3 @@ def _mark_result(sweep: Sweep, run: Run, number: int, value: float, spec: SweepS
             },
         }
     }
-
-
-def node_hours(session: Session, runs: list[Run], now: float) -> float:
-    """What the runs' nodes held, in node-hours, as usage accounting bills it (a node that
-    still holds counts until now)."""
-    ids = [run.id for run in runs]
-    if not ids:
-        return 0.0
-    holds = session.scalars(select(NodeHold).where(NodeHold.run_id.in_(ids)))
-    seconds = 0.0
-    for hold in holds:
-        start = as_utc(hold.started_at).timestamp()
-        end = as_utc(hold.ended_at).timestamp() if hold.ended_at else now
-        seconds += max(0.0, end - start)
-    return seconds / 3600

@@ -61,6 +61,18 @@ def record_release(session: Session, *, run_id: int, node_index: str, ended_at: 
     return True
 
 
+def node_hours_of_runs(session: Session, run_ids: list[int], *, now: float) -> dict[int, float]:
+    """Each run's node-hours so far, as usage accounting bills them (a node still holding its
+    resources counts until ``now``, seconds since the epoch)."""
+    hours: dict[int, float] = dict.fromkeys(run_ids, 0.0)
+    if not run_ids:
+        return hours
+    for hold in session.scalars(select(NodeHold).where(NodeHold.run_id.in_(run_ids))):
+        end = as_utc(hold.ended_at).timestamp() if hold.ended_at else now
+        hours[hold.run_id] += max(0.0, end - as_utc(hold.started_at).timestamp()) / 3600
+    return hours
+
+
 def _find(session: Session, run_id: int, node_index: str) -> NodeHold | None:
     return session.scalars(
         select(NodeHold).where(NodeHold.run_id == run_id, NodeHold.node_index == node_index)

@@ -353,6 +353,9 @@ class RunView(View):
     # Whether it can be resumed now (failed or stopped, with a checkpoint in the store): set by
     # the routes that show one run or a task's runs; null where it was not looked up.
     resumable: bool | None = None
+    # A sweep's trial: the sweep (its id) and the trial's number in it; null for other runs.
+    sweep: int | None = None
+    trial: int | None = None
 
     @classmethod
     def of(cls, row: Run) -> RunView:
@@ -369,6 +372,8 @@ class RunView(View):
             model_version=row.model_version.version if row.model_version else None,
             resumed_from=row.resumed_from_id,
             parameters=dict(plan.parameters) if (plan := recorded_plan(row)) else {},
+            sweep=row.sweep_id,
+            trial=row.trial_number,
         )
 
 

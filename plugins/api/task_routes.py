@@ -238,7 +238,7 @@ def start_run(
 ) -> StartedRunView:
     with default_catalog().session() as session:
         task = Tasks(session, scope).get(task_id)
-        return _started(session, task, body or RunRequest(), scope, user, request, response)
+        return started_run(session, task, body or RunRequest(), scope, user, request, response)
 
 
 @router.post(
@@ -267,10 +267,10 @@ def resume_run(
         if refused is not None:
             raise Conflict(refused)
         resuming = wanted.model_copy(update={"conf": wanted.conf | {RESUME_SETTING: run_id}})
-        return _started(session, tasks.get(task_id), resuming, scope, user, request, response)
+        return started_run(session, tasks.get(task_id), resuming, scope, user, request, response)
 
 
-def _started(
+def started_run(
     session: Session,
     task: TrainingTask,
     wanted: RunRequest,

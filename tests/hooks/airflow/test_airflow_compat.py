@@ -129,6 +129,17 @@ def test_dag_priority_parsing_request() -> None:
     has_columns(DagPriorityParsingRequest, "id", "bundle_name", "relative_fileloc")
 
 
+def test_supervisor_comms_trigger_dag_run() -> None:
+    from airflow.sdk.exceptions import ErrorType
+    from airflow.sdk.execution_time import task_runner
+    from airflow.sdk.execution_time.comms import ErrorResponse, TriggerDagRun
+
+    assert hasattr(task_runner, "SUPERVISOR_COMMS")
+    assert {"dag_id", "run_id", "conf", "logical_date", "note"} <= set(TriggerDagRun.model_fields)
+    assert ErrorType.DAGRUN_ALREADY_EXISTS.name == "DAGRUN_ALREADY_EXISTS"
+    assert {"error", "detail"} <= set(ErrorResponse.model_fields)
+
+
 def test_asset_models() -> None:
     has_columns(AssetModel, "uri")
     has_columns(AssetActive, "uri")
