@@ -126,6 +126,15 @@ class Settling:
 
 def too_large(demand: Demand, project: str, capacity: Capacity) -> str | None:
     """Why a run of ``demand`` can never be admitted here, with the numbers; None when it can."""
+    beyond = first_bound_beyond(demand, project, capacity)
+    if beyond is None:
+        return None
+    return f"the run needs {beyond}: it could never start all its nodes together"
+
+
+def first_bound_beyond(demand: Demand, project: str, capacity: Capacity) -> str | None:
+    """The first bound ``demand`` is beyond, in words ("4 nodes at once and this machine runs
+    2 nodes"); None when it fits every bound: the machine's and the project's quota."""
     limits = [
         ("nodes", demand.nodes, capacity.nodes, "this machine runs", _count),
         ("cores", demand.cores, capacity.cores, "this machine has", _cores),
@@ -138,10 +147,7 @@ def too_large(demand: Demand, project: str, capacity: Capacity) -> str | None:
         limits.append(("cores", demand.cores, quota.cores, f"project {project}'s quota is", _cores))
     for name, asked, limit, whose, words in limits:
         if asked > limit:
-            return (
-                f"the run needs {words(asked, name)} at once and {whose} "
-                f"{words(limit, name)}: it could never start all its nodes together"
-            )
+            return f"{words(asked, name)} at once and {whose} {words(limit, name)}"
     return None
 
 

@@ -10,6 +10,7 @@ which only the hooks can read, and the quota is the configured launcher's.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -123,9 +124,7 @@ def _grid_problems(parameters: dict[str, SweptParameter]) -> list[FieldProblem]:
     ]
     if problems:
         return problems
-    size = 1
-    for swept in parameters.values():
-        size *= max(1, len(swept.grid_points()))
+    size = math.prod(swept.grid_count() for swept in parameters.values())
     if size > MAX_GRID_POINTS:
         return [
             FieldProblem(

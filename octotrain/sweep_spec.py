@@ -80,16 +80,24 @@ class SweptParameter(Document):
             raise ValueError("value is only for the fixed type")
         return self
 
+    def grid_count(self) -> int:
+        """How many values a grid search tries (the range on its ``step``)."""
+        if self.type == "choice":
+            return len(self.choices)
+        if self.type == "fixed":
+            return 1
+        assert self.low is not None and self.high is not None and self.step is not None
+        return math.floor((self.high - self.low) / self.step + 1e-9) + 1
+
     def grid_points(self) -> list[bool | int | float | str]:
         """Every value a grid search tries: the choices, the fixed value, or the range on its
-        ``step`` (refused by ``SweepSpec`` without one)."""
+        ``step`` (a grid larger than ``MAX_GRID_POINTS`` is refused before it is built)."""
         if self.type == "choice":
             return list(self.choices)
         if self.type == "fixed":
             return [self.value] if self.value is not None else []
-        assert self.low is not None and self.high is not None and self.step is not None
-        count = math.floor((self.high - self.low) / self.step + 1e-9) + 1
-        points = [self.low + index * self.step for index in range(min(count, MAX_GRID_POINTS + 1))]
+        assert self.low is not None and self.step is not None
+        points = [self.low + index * self.step for index in range(self.grid_count())]
         return [int(point) if self.type == "int" else point for point in points]
 
 
@@ -158,7 +166,7 @@ class SweepSpec(Document):
     def grid_size(self) -> int:
         size = 1
         for parameter in self.parameters.values():
-            size *= max(1, len(parameter.grid_points()))
+            size *= parameter.grid_count()
         return size
 
     def fixed_values(self) -> dict[str, bool | int | float | str]:

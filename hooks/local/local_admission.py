@@ -28,6 +28,7 @@ from octotrain.admission import (
     Demand,
     ProjectQuota,
     QueueState,
+    first_bound_beyond,
     too_large,
 )
 from octotrain.catalog.admissions import (
@@ -126,12 +127,13 @@ def concurrency_refusal(project: str, demand: Demand, runs: int) -> str | None:
         cores_per_node=demand.cores / demand.nodes,
         memory_mib_per_node=demand.memory_mib // demand.nodes,
     )
-    why = too_large(together, project, machine_capacity())
-    if why is None:
+    beyond = first_bound_beyond(together, project, machine_capacity())
+    if beyond is None:
         return None
     return (
-        f"{runs} runs at once would never fit: {why.replace('the run needs', 'they need')} "
-        f"(project quotas in {get_settings().local_quotas_file.name})"
+        f"{runs} runs at once could never all hold their nodes: they need {beyond} (settings "
+        f"local_cores, local_memory_gb, local_nodes; project quotas in "
+        f"{get_settings().local_quotas_file.name})"
     )
 
 

@@ -229,3 +229,26 @@ def test_enumerations_are_checked_by_the_database(
     seed(catalog, store)
     with pytest.raises(IntegrityError), catalog.session() as session:
         session.connection().exec_driver_sql("UPDATE dataset_versions SET status = 'bogus'")
+
+
+def test_a_catalog_made_before_sweeps_moves_its_revision_table_and_shares_it_with_optuna(
+    catalog: CatalogHook,
+) -> None:
+    """The revision used to be kept in Alembic's default table, which Optuna's study storage
+    (in the same database since sweeps) keeps its own revision in."""
+    from optuna.storages import RDBStorage
+
+    with catalog.engine.begin() as connection:  # as such a catalog has it
+        connection.exec_driver_sql(
+            f"ALTER TABLE {migrate.VERSION_TABLE} RENAME TO {migrate.EARLIER_VERSION_TABLE}"
+        )
+    catalog.migrate()
+    tables = set(inspect(catalog.engine).get_table_names())
+    assert migrate.VERSION_TABLE in tables and migrate.EARLIER_VERSION_TABLE not in tables
+    storage = RDBStorage(catalog.url)
+    assert storage.get_current_version() == storage.get_head_version()
+    storage.engine.dispose()
+    catalog.migrate()  # Optuna's alembic_version is not taken for the catalog's
+    with catalog.engine.connect() as connection:
+        revision = connection.exec_driver_sql(f"SELECT version_num FROM {migrate.VERSION_TABLE}")
+        assert revision.scalar() == "0014"
