@@ -69,6 +69,7 @@ def test_dag_file_loads_every_task(
     assert sorted(bag.dags) == [
         "octotrain_data_caches",
         "octotrain_orphan_objects",
+        "octotrain_sweeps",
         dag_id_for(demo.task_id),
     ]
 
@@ -129,7 +130,11 @@ def test_unreadable_catalog_is_an_import_error_not_zero_dags(
 ) -> None:
     """The catalog exists but was never migrated: the DAG file must fail loudly."""
     bag = DagBag(dag_folder=DAGS_FOLDER)
-    assert sorted(bag.dags) == ["octotrain_data_caches", "octotrain_orphan_objects"]
+    assert sorted(bag.dags) == [
+        "octotrain_data_caches",
+        "octotrain_orphan_objects",
+        "octotrain_sweeps",
+    ]
     [error] = bag.import_errors.values()
     assert "training_tasks" in error
 

@@ -32,6 +32,8 @@ from sqlalchemy import select
 
 from hooks.storage.catalog import default_catalog
 from hooks.storage.object_store import default_object_store
+from hooks.sweeps.sweep_trials import TaskTrials, objective_points
+from octotrain.abort_flags import AbortFlag
 from octotrain.catalog.access import Scope
 from octotrain.catalog.models import Run, RunState, TrainingTask
 from octotrain.catalog.named_objects import Algorithms, ResourceSpecs
@@ -40,6 +42,7 @@ from octotrain.kubernetes_config import kubernetes_config
 from octotrain.planning import RunPlan, build_run_plan, run_key
 from octotrain.pods import master_address
 from octotrain.settings import get_settings
+from octotrain.sweep_spec import Objective
 from operators.kubernetes.collect_pod_logs import CollectPodLogsOperator
 from operators.kubernetes.delete_service import DeleteRunServiceOperator
 from operators.kubernetes.launch_pod import LaunchNodePodOperator
@@ -151,6 +154,15 @@ MEETS_ITS_PEERS = (
     "    peer.close()\n"
     "print('rank', rank, 'met all', world, flush=True)\n"
 )
+# A sweep's trial: prints its loss each fifth of a second (the algorithm's metric definition makes
+# it the chart "loss") until its sweep prunes it.
+REPORTS_ITS_LOSS = (
+    "import time\n"
+    "for step in range(1, 600):\n"
+    "    print(f'step={step} loss={10.0 / step}', flush=True)\n"
+    "    time.sleep(0.2)\n"
+)
+LOSS_DEFINITION = {"name": "loss", "regex": "step=(?P<step>\\d+) loss=(?P<loss>[0-9.e+-]+)"}
 # Its interpreter is not in the image.
 MISSING_INTERPRETER = "/nonexistent/python3"
 # About 6 s of training with a log line per epoch and a model file at the end.
@@ -188,7 +200,8 @@ def setup() -> dict[str, int]:
                        ("fails-while-the-other-trains", FAILS_WHILE_THE_OTHER_TRAINS),
                        ("goes-silent", GOES_SILENT),
                        ("checkpoints-every-step", CHECKPOINTS_EVERY_STEP), ("pauses", PAUSES),
-                       ("meets-its-peers", MEETS_ITS_PEERS), ("cannot-start", "pass")]:  # fmt: skip
+                       ("meets-its-peers", MEETS_ITS_PEERS), ("cannot-start", "pass"),
+                       ("reports-its-loss", REPORTS_ITS_LOSS)]:  # fmt: skip
         add_command_algorithm(catalog, name, code)
         if image:
             with catalog.session() as session:
@@ -198,6 +211,10 @@ def setup() -> dict[str, int]:
     with catalog.session() as session:
         Algorithms(session, ADMIN, default_object_store()).update(
             "demo", "rank-0-fails", {"env": {"API_TOKEN": "x"}}
+        )
+    with catalog.session() as session:
+        Algorithms(session, ADMIN, default_object_store()).update(
+            "demo", "reports-its-loss", {"metric_definitions": [LOSS_DEFINITION]}
         )
     with catalog.session() as session:
         command = [MISSING_INTERPRETER, "-c", "pass"]
@@ -216,6 +233,9 @@ def setup() -> dict[str, int]:
         "oom": add_task(catalog, name="oom", algorithm="eats-memory", parameters={}),
         "unschedulable": add_task(catalog, name="no-gpu", resource_spec="gpu-one"),
         "stop": add_task(catalog, name="stop", algorithm="trains-until-stopped", parameters={}),
+        "prune": add_task(
+            catalog, name="prune", algorithm="reports-its-loss", parameters={}, node_count=1
+        ),
         "start-fails": add_task(
             catalog, name="start-fails", algorithm="cannot-start", parameters={}
         ),
@@ -327,6 +347,35 @@ def stop_when_training(task_id: int, by: str) -> threading.Thread:
     return thread
 
 
+class Pruning(threading.Thread):
+    """A sweep's driver's part for one trial on this launcher: once the trial's objective, read
+    where the launcher keeps its files (the store, as the pod's sidecar syncs it), has 3 points,
+    prune it as the driver does; ``seen`` is what it read."""
+
+    def __init__(self, task_id: int) -> None:
+        super().__init__(daemon=True)
+        self.task_id = task_id
+        self.seen: list[tuple[float, float]] = []
+
+    def run(self) -> None:
+        objective = Objective(chart="loss", series="loss")
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            with default_catalog().session() as session:
+                active = session.scalars(
+                    select(Run).where(Run.task_id == self.task_id, Run.state == RunState.RUNNING)
+                ).one_or_none()
+                if active is not None:
+                    self.seen = objective_points(active, objective)
+                    if len(self.seen) >= 3:
+                        step = int(self.seen[-1][0])
+                        TaskTrials("k8s-sweep").stop(
+                            active, AbortFlag.pruned_by("k8s-sweep", trial=0, step=step)
+                        )
+                        return
+            time.sleep(0.2)
+
+
 class _TaskInstance:
     """What a task instance's context offers the operators: the plan ``validate`` pushed."""
 
@@ -422,9 +471,15 @@ def main() -> None:
         print("RESULT " + json.dumps({"scenario": "setup", "tasks": tasks}), flush=True)
         for scenario in arguments:
             watcher = stop_when_training(tasks[scenario], "alice") if scenario == "stop" else None
+            pruning = Pruning(tasks[scenario]) if scenario == "prune" else None
+            if pruning is not None:
+                pruning.start()
             result = {"scenario": scenario, "task_id": tasks[scenario]} | run(tasks[scenario])
             if watcher is not None:
                 watcher.join(timeout=5)
+            if pruning is not None:
+                pruning.join(timeout=5)
+                result["objective_seen"] = pruning.seen
             print("RESULT " + json.dumps(result, ensure_ascii=False), flush=True)
         return
     if command == "prepare":

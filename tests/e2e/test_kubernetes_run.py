@@ -5,7 +5,8 @@ processes on this machine), and, opt-in (``-m k8s_real``), against a real cluste
 (docs/concepts/kubernetes-launcher.md). Two-node
 tasks: success, a node that fails, an OOM kill, pods that cannot be scheduled, a user's stop of
 a training that ignores SIGTERM (no failure in Airflow: its launch tasks skipped without a
-traceback, its run noted), a command that cannot start, a node failing while the other trains,
+traceback, its run noted), a sweep's trial read and pruned where its pod keeps its files, a
+command that cannot start, a node failing while the other trains,
 and a worker lost mid-run whose next try reattaches to the running pod. The launch
 tasks defer while their pods run (``dag.test()`` runs their triggers inline; the runner runs
 them for the launch tasks it starts itself); a node failing while the other trains is also run
@@ -59,7 +60,7 @@ from tests.k8s_node_agent.agent import NodeAgent
 
 NAMESPACE = "octotrain"
 NO_LOGS = "launcher-without-logs"  # an account whose Role lacks pods/log
-SCENARIOS = ["demo", "node-fails", "oom", "unschedulable", "stop", "start-fails"]
+SCENARIOS = ["demo", "node-fails", "oom", "unschedulable", "stop", "start-fails", "prune"]
 NODES = ("distributed-0", "distributed-1")
 KUBERNETES_TOML = """\
 deferrable = {deferrable}
@@ -447,6 +448,27 @@ def test_a_stopped_run_deletes_its_pods_keeps_its_logs_and_ends_stopped(
     assert "training ended (exit status 137)" in sidecar
     assert "uploaded OUTPUT" in sidecar  # the sidecar's final upload, before its pod went
     assert cluster.pods_of(stopped["task_id"]) == []
+
+
+def test_a_sweep_s_trial_is_read_and_pruned_where_the_pods_keep_its_files(
+    results: dict[str, dict[str, Any]], cluster: Cluster
+) -> None:
+    """A sweep's driver reads a trial's objective from the store, where the pod's sidecar syncs
+    its charts as it trains, and prunes it through the run's abort flag: the pod stops and the
+    run ends ``pruned`` (the driver's loop itself is the same on every launcher)."""
+    pruned = results["prune"]
+    seen = pruned["objective_seen"]
+    assert len(seen) >= 3 and seen[:3] == [[1.0, 10.0], [2.0, 5.0], [3.0, 10.0 / 3]], seen
+    assert pruned["run"]["state"] == "pruned", pruned
+    assert pruned["run"]["message"].startswith(
+        f"Pruned by sweep k8s-sweep (trial 0, at step {int(seen[-1][0])})"
+    ), pruned["run"]
+    assert pruned["tasks"]["launch[0]"] == "failed" and pruned["state"] == "failed"
+    assert "pruned by sweep k8s-sweep" in pruned["launch_logs"][0]
+    assert reason(cluster, pruned, "single-0").startswith(
+        "node single-0 was pruned by sweep k8s-sweep"
+    )
+    assert cluster.pods_of(pruned["task_id"]) == []
 
 
 def test_a_command_that_cannot_start_says_why(

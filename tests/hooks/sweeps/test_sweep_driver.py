@@ -70,7 +70,8 @@ class PlayedRuns:
 
 
 def make_sweep(catalog: CatalogHook, **changes: Any) -> int:
-    task_id = add_task(catalog, name="swept")
+    """A running sweep (its DAG run not started: the test drives it) of a new task."""
+    task_id = add_task(catalog, name=f"swept-{changes.get('name', 'lr-search')}")
     document = {
         "name": "lr-search",
         "parameters": {
