@@ -56,3 +56,39 @@ def test_a_root_task_is_refused_in_a_restricted_namespace(
         check_pod_security(root)
     finally:
         get_settings.cache_clear()
+
+
+def test_a_sweep_s_trials_at_once_must_fit_the_project_s_cluster_queue(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With Kueue, ``concurrency`` trials' nodes together are judged against the ClusterQueue
+    behind the project's LocalQueue (``check_kueue_queue``, tested against a real API); without
+    a queue there is no quota to judge."""
+    from hooks.kubernetes import kubernetes_access
+    from hooks.kubernetes.pod_launcher import PodLauncher
+    from octotrain.admission import Demand
+
+    judged: list[dict[str, object]] = []
+
+    def check(runs: object, *, queue: str, project: str, asked: dict[str, float]) -> None:
+        judged.append(asked | {"queue": queue, "project": project})
+        if asked["cpu"] > 8:
+            raise kubernetes_access.LauncherAccessError("ClusterQueue team-a can give at most 8")
+
+    monkeypatch.setattr(kubernetes_access, "check_kueue_queue", check)
+    demand = Demand.of(nodes=2, cores_per_node=1.5, memory_mib_per_node=512)
+    assert PodLauncher().concurrency_refusal("demo", demand, 4) is None  # no admission: no quota
+    queued = tmp_path / "kubernetes.toml"
+    queued.write_text('admission = "kueue"\n[kueue]\nlocal_queue = "training"\n')
+    monkeypatch.setenv("OCTOTRAIN_KUBERNETES_CONFIG_FILE", str(queued))
+    get_settings.cache_clear()
+    try:
+        assert PodLauncher().concurrency_refusal("demo", demand, 2) is None
+        refused = PodLauncher().concurrency_refusal("demo", demand, 3)
+    finally:
+        get_settings.cache_clear()
+    assert refused == "3 runs at once: ClusterQueue team-a can give at most 8"
+    assert judged == [
+        {"cpu": 6.0, "memory": 2 * 1024 * 2**20, "queue": "training", "project": "demo"},
+        {"cpu": 9.0, "memory": 3 * 1024 * 2**20, "queue": "training", "project": "demo"},
+    ]
