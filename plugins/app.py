@@ -35,6 +35,7 @@ from plugins.ui import (
     manual_pages,
     pages,
     run_pages,
+    sweep_pages,
 )
 
 API_PREFIX = "/api/v1"
@@ -72,6 +73,7 @@ def create_app() -> FastAPI:
     app.include_router(accounting_pages.router, dependencies=[Depends(get_user)])
     app.include_router(run_pages.router, dependencies=[Depends(get_user)])
     app.include_router(compare_pages.router, dependencies=[Depends(get_user)])
+    app.include_router(sweep_pages.router, dependencies=[Depends(get_user)])
     app.include_router(manual_pages.router, dependencies=[Depends(get_user)])
     install_error_handlers(app)
     app.add_middleware(BodyLimit, limit=get_settings().max_request_bytes)

@@ -72,6 +72,8 @@ STATIC_FILES = {
     "task_form.js": (STATIC / "task_form.js", "text/javascript"),
     "task_detail.js": (STATIC / "task_detail.js", "text/javascript"),
     "run.js": (STATIC / "run.js", "text/javascript"),
+    "sweep_form.js": (STATIC / "sweep_form.js", "text/javascript"),
+    "sweep.js": (STATIC / "sweep.js", "text/javascript"),
     "progress.js": (STATIC / "progress.js", "text/javascript"),
     "catalog.js": (STATIC / "catalog.js", "text/javascript"),
     "algorithm_form.js": (STATIC / "algorithm_form.js", "text/javascript"),

@@ -23,6 +23,7 @@ from hooks.runs.run_resume import why_not_resumed
 from hooks.storage.catalog import default_catalog
 from hooks.storage.object_store import default_object_store
 from octotrain.catalog.accounting import Accounting
+from octotrain.catalog.models import Sweep
 from octotrain.catalog.views import RunView, TaskView
 from octotrain.planning import RunPlan, recorded_plan
 from octotrain.run_lifecycle import ACTIVE_RUN_STATES
@@ -90,6 +91,9 @@ def run_page(task_id: TaskId, run_id: RunId, request: Request, scope: CurrentSco
         usage = Accounting(session, scope).run_of(task_id, run_id)
         resumable = why_not_resumed(default_object_store(), run) is None
         resumed_by = tasks.resumed_by(task_id, run_id)
+        # A sweep's trial names its sweep (of the same task, so visible to whoever sees the run).
+        sweep = session.get(Sweep, run.sweep_id) if run.sweep_id is not None else None
+        sweep_name = sweep.name if sweep is not None else None
     return render(
         "run.html",
         request,
@@ -100,5 +104,6 @@ def run_page(task_id: TaskId, run_id: RunId, request: Request, scope: CurrentSco
         active=run.state in ACTIVE_RUN_STATES,
         resumable=resumable,
         resumed_by=resumed_by,
+        sweep_name=sweep_name,
         dag_run_path=f"dags/{task.dag_id}/runs/{quote(view.airflow_run_id, safe='')}",
     )

@@ -72,6 +72,13 @@
     link.href = runPage(run.id);
     link.title = `Airflow run ${run.airflow_run_id}`;
     named.append(link);
+    if (run.sweep !== null && run.sweep !== undefined) {
+      const sweep = element("a", sweepNames.get(run.sweep) || `sweep #${run.sweep}`, "sweep-link");
+      sweep.href = `${root}/ui/sweeps/${run.sweep}`;
+      const line = element("div", `trial ${run.trial} of `, "muted trial-of");
+      line.append(sweep);
+      named.append(line);
+    }
     if (run.resumed_from !== null) {
       const earlier = element("a", `#${run.resumed_from}`, "resumed-from");
       earlier.href = runPage(run.resumed_from);
@@ -130,6 +137,53 @@
       clearInterval(refreshing);
       refreshing = null;
     }
+  }
+
+  // The task's sweeps, newest first (a few; each links to its page), followed while one runs.
+  const SWEEPS_SHOWN = 5;
+  const ACTIVE_SWEEPS = new Set(["running", "stopping"]);
+  const sweepNames = new Map();
+  let followingSweeps = null;
+
+  function sweepRow(sweep) {
+    const row = element("tr");
+    row.dataset.sweep = sweep.id;
+    const named = element("td");
+    const link = element("a", sweep.name, "sweep-link");
+    link.href = `${root}/ui/sweeps/${sweep.id}`;
+    named.append(link);
+    const state = element("td");
+    state.append(element("span", sweep.state, `state state-${sweep.state}`));
+    const counts = sweep.counts || {};
+    const done = (counts.success || 0) + (counts.failed || 0) + (counts.stopped || 0) + (counts.pruned || 0);
+    const trials = element("td", `${done} of ${sweep.spec.budget.trials} done`);
+    if (counts.pruned) trials.append(element("span", ` · ${counts.pruned} pruned`, "muted"));
+    const best = element("td", sweep.best === null ? "—" : `${Number(sweep.best.objective.toPrecision(6))}`);
+    if (sweep.best !== null) best.append(element("span", ` trial ${sweep.best.trial}`, "muted"));
+    row.append(named, state, trials, best, cell(timeElement(sweep.created_at)));
+    return row;
+  }
+
+  async function showSweeps() {
+    clearTimeout(followingSweeps);
+    let sweeps;
+    try {
+      sweeps = await getJson(`${api}/sweeps`);
+    } catch (error) {
+      message(`Could not read the sweeps: ${error.message}`, true);
+      return;
+    }
+    for (const sweep of sweeps) sweepNames.set(sweep.id, sweep.name);
+    document.getElementById("sweeps").hidden = sweeps.length === 0;
+    document.querySelector("#sweep-list tbody").replaceChildren(...sweeps.slice(0, SWEEPS_SHOWN).map(sweepRow));
+    const more = document.getElementById("more-sweeps");
+    more.hidden = sweeps.length <= SWEEPS_SHOWN;
+    more.textContent = `and ${sweeps.length - SWEEPS_SHOWN} older`;
+    for (const link of document.querySelectorAll("#runs a.sweep-link")) {
+      const id = Number(new URL(link.href, window.location.href).pathname.split("/").pop());
+      if (sweepNames.has(id)) link.textContent = sweepNames.get(id);
+    }
+    if (sweeps.some((sweep) => ACTIVE_SWEEPS.has(sweep.state))) followingSweeps = setTimeout(showSweeps, 5000);
   }
 
   function stopRun(run, button) {
@@ -357,5 +411,6 @@
   document.getElementById("run-form").addEventListener("submit", runNow);
   showRunSettings();
   showRuns();
+  showSweeps();
   page.dataset.ready = "true";
 })();
