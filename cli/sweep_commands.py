@@ -48,7 +48,12 @@ def create_sweep(
             )
             sweep_id = sweep.id
         if start:
-            _start(sweep_id)
+            try:
+                _start(sweep_id)
+            except BaseException:
+                with catalog_session() as session:  # a command that failed leaves no sweep
+                    Sweeps(session, cli_scope()).delete_unstarted(sweep_id)
+                raise
         _show(sweep_id, as_json=as_json)
 
 

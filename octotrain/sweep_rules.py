@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from octotrain.documents import judge_document, shown_value
+from octotrain.documents import judge_document
 from octotrain.errors import FieldProblem
 from octotrain.parameters import parameter_problem
 from octotrain.sweep_spec import MAX_GRID_POINTS, SweepSpec, SweptParameter
@@ -112,7 +112,7 @@ def _fits(field: str, swept: SweptParameter, declaration: dict[str, Any]) -> lis
         problem = parameter_problem(declaration, value)
         if problem is not None:
             at = f"{field}.{where}.{position}" if swept.type == "choice" else f"{field}.{where}"
-            problems.append(FieldProblem(at, f"{problem} ({shown_value(value)})"))
+            problems.append(FieldProblem(at, problem))
     return problems
 
 

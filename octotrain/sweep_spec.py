@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Literal, Self
 
-from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
+from pydantic import AfterValidator, Field, StrictBool, StrictInt, StrictStr, model_validator
 
 from octotrain.documents import Description, Document, Name, Number, Scalar
 from octotrain.metrics_meta import NAME, NAME_RULE
@@ -32,6 +32,12 @@ ParameterKind = Literal["int", "float", "choice", "fixed"]
 Direction = Literal["minimize", "maximize"]
 Sampler = Literal["tpe", "random", "grid"]
 Pruner = Literal["none", "median", "successive_halving", "hyperband"]
+
+
+def _label(value: str) -> str:
+    if NAME.fullmatch(value) is None:
+        raise ValueError(NAME_RULE)
+    return value
 
 
 class SweptParameter(Document):
@@ -106,17 +112,10 @@ class Objective(Document):
     METRICS chart, or a metric definition's chart from its log), its last value (``final``) or
     its best, minimised or maximised."""
 
-    chart: StrictStr
-    series: StrictStr
+    chart: Annotated[StrictStr, AfterValidator(_label)]
+    series: Annotated[StrictStr, AfterValidator(_label)]
     direction: Direction = "minimize"
     take: Literal["final", "best"] = "final"
-
-    @model_validator(mode="after")
-    def _labels(self) -> Self:
-        for field, value in (("chart", self.chart), ("series", self.series)):
-            if NAME.fullmatch(value) is None:
-                raise ValueError(f"{field} {NAME_RULE}")
-        return self
 
 
 class Search(Document):

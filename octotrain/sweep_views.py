@@ -20,6 +20,7 @@ class TrialView(View):
     airflow_run_id: str
     # The trial's run's state ("queued", "running", "success", "failed", "stopped", "pruned").
     state: str
+    # What it ran with: the values its sampler chose and the sweep's fixed ones.
     parameters: dict[str, Any]
     # Its objective: the finished trial's value, or the last one reported before it was
     # pruned or stopped; null before any.

@@ -102,6 +102,15 @@ class Sweeps:
             .values(state=SweepState.CREATED, airflow_run_id="", started_at=None)
         )
 
+    def delete_unstarted(self, sweep_id: int) -> None:
+        """Remove a sweep that never started (its request's start failed): it has no trials and
+        no study."""
+        sweep = self.get(sweep_id)
+        if sweep.state != SweepState.CREATED:
+            raise Conflict(f"sweep {sweep.name} has started: it is kept with its trials")
+        self.session.delete(sweep)
+        self.session.flush()
+
     def request_stop(self, sweep_id: int) -> Sweep:
         """Stop the sweep: one never started ends ``stopped`` at once; a running one is
         ``stopping`` until its driver has stopped its running trials."""

@@ -19,7 +19,7 @@ from hooks.sweeps.sweep_driver import SweepDriver
 from hooks.sweeps.sweep_trials import TaskTrials, objective_points
 from octotrain.catalog.access import Scope
 from octotrain.catalog.models import Sweep, SweepState
-from octotrain.sweeps import Sweeps
+from octotrain.sweeps import ENDED_SWEEP_STATES, Sweeps
 
 DRIVER = Scope.administrator("octotrain-sweeps")
 
@@ -36,6 +36,13 @@ class DriveSweepOperator(BaseOperator):
                 raise AirflowFailException(f"sweep {sweep_id} does not exist")
             if sweep.state == SweepState.CREATED:  # triggered in Airflow, not through Octotrain
                 Sweeps(session, DRIVER).start(sweep_id, airflow_run_id=context["run_id"])
+            elif (
+                sweep.state not in ENDED_SWEEP_STATES and sweep.airflow_run_id != context["run_id"]
+            ):
+                raise AirflowFailException(
+                    f"sweep {sweep_id} is driven by run {sweep.airflow_run_id} of this DAG: a "
+                    "sweep has one driver"
+                )
             trials = TaskTrials(sweep.name)
         driver = SweepDriver(
             sweep_id,

@@ -118,7 +118,7 @@ class SweepDriver:
                     self._follow(session, sweep, spec, study, trial, run)
             self._resumed = True
             active = [run for run in runs.values() if run.state in ACTIVE_RUN_STATES]
-            closing = self._closing(session, sweep, spec, runs)
+            closing = self._closing(sweep, spec, study, runs)
             if closing is not None:
                 state, why, flag = closing
                 for run in active:
@@ -242,7 +242,7 @@ class SweepDriver:
         self.stop_run(run, flag)
 
     def _closing(
-        self, session: Session, sweep: Sweep, spec: SweepSpec, runs: dict[int, Run]
+        self, sweep: Sweep, spec: SweepSpec, study: optuna.Study, runs: dict[int, Run]
     ) -> tuple[SweepState, str, AbortFlag] | None:
         """Why the sweep ends now whatever its budget (a user's stop, too many failures in a
         row, its wall time spent), with the flag its running trials stop with; None if not."""
@@ -250,7 +250,7 @@ class SweepDriver:
         if sweep.state == SweepState.STOPPING:
             who = stopping_user(sweep)
             return SweepState.STOPPED, f"Stopped by {who}", AbortFlag.stopped_by(who, at=now)
-        failed = _failures_in_a_row([run for run in runs.values() if run.ended_at is not None])
+        failed = _failures_in_a_row(study, runs)
         if len(failed) >= spec.max_consecutive_failures:
             numbers = ", ".join(str(run.trial_number) for run in failed)
             first = failed[0].message.splitlines()[0] if failed[0].message else "no reason given"
@@ -325,12 +325,15 @@ class SweepDriver:
         return state
 
 
-def _failures_in_a_row(ended: list[Run]) -> list[Run]:
-    """The trials that failed last, in a row, in the order they ended."""
-    streak: list[Run] = []
-    for run in sorted(ended, key=lambda run: (run.ended_at, run.id)):
-        streak = [*streak, run] if run.state == RunState.FAILED else []
-    return streak
+def _failures_in_a_row(study: optuna.Study, runs: dict[int, Run]) -> list[Run]:
+    """The runs of the trials that failed last, in a row, in the order the study was told:
+    a failed run, and a run that ended without a value of its objective (stopped, or
+    succeeded without writing it)."""
+    told = [trial for trial in study.get_trials(deepcopy=False) if trial.state.is_finished()]
+    streak: list[FrozenTrial] = []
+    for trial in sorted(told, key=lambda trial: (trial.datetime_complete, trial.number)):
+        streak = [*streak, trial] if trial.state == TrialState.FAIL else []
+    return [runs[trial.number] for trial in streak if trial.number in runs]
 
 
 def _best_trial(study: optuna.Study) -> FrozenTrial | None:

@@ -36,12 +36,14 @@ def sweep_summary(session: Session, sweep: Sweep, catalog_url: str) -> SweepSumm
 
 def trial_views(session: Session, sweep: Sweep, catalog_url: str) -> list[TrialView]:
     asked = {trial.number: trial for trial in study_trials(sweep, catalog_url)}
+    fixed = sweep_spec(sweep).fixed_values()
     runs = {run.trial_number: run for run in sweep.trials}
     hours = node_hours_of_runs(session, [run.id for run in runs.values()], now=time.time())
     views = []
     for number in sorted(set(asked) | {n for n in runs if n is not None}):
         trial, run = asked.get(number), runs.get(number)
-        views.append(_trial_view(number, trial, run, hours.get(run.id, 0.0) if run else 0.0))
+        hours_of = hours.get(run.id, 0.0) if run else 0.0
+        views.append(_trial_view(number, trial, run, hours_of, fixed))
     return views
 
 
@@ -62,7 +64,15 @@ def sweep_curves(sweep: Sweep, catalog_url: str) -> SweepCurves:
     return SweepCurves(direction=sweep_spec(sweep).objective.direction, trials=curves)
 
 
-def _trial_view(number: int, trial: FrozenTrial | None, run: Run | None, hours: float) -> TrialView:
+def _trial_view(
+    number: int,
+    trial: FrozenTrial | None,
+    run: Run | None,
+    hours: float,
+    fixed: dict[str, bool | int | float | str],
+) -> TrialView:
+    """``parameters``: what the trial ran with, its fixed values included (what re-running it
+    needs)."""
     started = as_utc(run.started_at) if run else None
     ended = as_utc(run.ended_at) if run and run.ended_at else None
     duration = (
@@ -76,7 +86,7 @@ def _trial_view(number: int, trial: FrozenTrial | None, run: Run | None, hours: 
         run_id=run.id if run else None,
         airflow_run_id=run.airflow_run_id if run else "",
         state=_state(trial, run),
-        parameters=dict(trial.params) if trial else {},
+        parameters=fixed | dict(trial.params) if trial else {},
         objective=objective,
         complete=complete,
         steps_reported=len(reported),

@@ -47,15 +47,20 @@ def create_sweep(
 ) -> SweepView:
     """422 naming each field that breaks a rule: a parameter the algorithm does not declare, a
     range outside its bounds, an objective chart the task's runs never wrote, a budget of zero,
-    more trials at once than the project's quota holds. Nothing is saved then."""
+    more trials at once than the project's quota holds. Nothing is saved then, nor when the
+    start (``start=true``) fails."""
     catalog = default_catalog()
     with catalog.session() as session:
-        sweep = Sweeps(session, scope).create(
-            task_id, document, lambda task: sweep_context(session, task)
-        )
+        sweeps = Sweeps(session, scope)
+        sweep = sweeps.create(task_id, document, lambda task: sweep_context(session, task))
         session.commit()
         if start:
-            _start(session, sweep, scope, user)
+            try:
+                _start(session, sweep, scope, user)
+            except Exception:
+                sweeps.delete_unstarted(sweep.id)  # a request that failed leaves no sweep
+                session.commit()
+                raise
         return sweep_view(session, sweep, catalog.url)
 
 

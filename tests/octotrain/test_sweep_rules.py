@@ -79,7 +79,7 @@ def test_a_valid_sweep_is_kept_as_given() -> None:
         (
             {"opt": {"type": "fixed", "value": "rms"}},
             "parameters.opt.value",
-            "must be one of ['sgd', 'adam'], got 'rms' ('rms')",
+            "must be one of ['sgd', 'adam'], got 'rms'",
         ),
         (
             {"lr": {"type": "choice", "choices": []}},

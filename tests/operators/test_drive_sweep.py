@@ -1,6 +1,7 @@
 """The sweeps' DAG's stage: a sweep that does not exist fails it (not retried for ever), one
 that has ended is not driven again (a run of the sweeps' DAG triggered twice, a retry after the
-end), and one that failed fails it with the sweep's reason."""
+end), one that failed fails it with the sweep's reason, and a running sweep has one driver (a
+second run of the DAG for it fails)."""
 
 from __future__ import annotations
 
@@ -37,3 +38,6 @@ def test_a_missing_or_ended_sweep_is_not_driven(
     }
     with pytest.raises(AirflowFailException, match="Stopped itself after 3 trials failed"):
         drive.execute({"params": {"sweep_id": failed}, "run_id": "manual__3"})  # type: ignore[arg-type]
+    running = make_sweep(catalog, name="running")  # driven by run request__sweep-test
+    with pytest.raises(AirflowFailException, match="is driven by run request__sweep-test"):
+        drive.execute({"params": {"sweep_id": running}, "run_id": "manual__4"})  # type: ignore[arg-type]

@@ -65,8 +65,9 @@
     message.textContent = sweep.message;
     message.className = sweep.state === "failed" ? "notice problem" : "notice";
     message.hidden = !sweep.message;
+    $("start-sweep").hidden = sweep.state !== "created";
     const stop = $("stop-sweep");
-    stop.hidden = !ACTIVE.has(sweep.state);
+    stop.hidden = !ACTIVE.has(sweep.state) && sweep.state !== "created";
     stop.disabled = sweep.state === "stopping";
     stop.title = sweep.state === "stopping" ? "stopping: its running trials are being stopped" : "";
     $("rerun-best").hidden = sweep.best === null;
@@ -334,6 +335,12 @@
     shown.className = problem ? "notice problem" : "notice";
     shown.hidden = false;
   }
+
+  $("start-sweep").addEventListener("click", async () => {
+    const answer = await sendJson("POST", `${api}/start`);
+    if (answer.ok) await load();
+    else say(answer.body && answer.body.detail ? String(answer.body.detail) : `Not started (${answer.status}).`, true);
+  });
 
   $("stop-sweep").addEventListener("click", () => {
     confirmFirst({

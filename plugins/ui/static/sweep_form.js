@@ -278,15 +278,6 @@
         showProblems([{ field: "name", rule: "is taken: the task already has a sweep of this name" }], body.detail);
         return;
       }
-      if (answer.status !== 422) {
-        // Saved, then not started (Airflow refused its start): its page says so and can start it.
-        const made = (await getJson(api).catch(() => [])).find((sweep) => sweep.name === document_.name && sweep.state === "created");
-        if (made) {
-          sayOnNextPage(`Sweep ${made.name} was created but not started: ${body.detail || answer.status}`);
-          window.location.assign(`${root}/ui/sweeps/${made.id}`);
-          return;
-        }
-      }
       showProblems(body.problems || [], body.detail || `refused (${answer.status})`);
     } catch (error) {
       showProblems([], String(error));

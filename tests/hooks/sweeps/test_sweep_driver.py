@@ -155,13 +155,16 @@ def test_a_sweep_stops_itself_after_failures_in_a_row_saying_why(played: PlayedR
     sweep_id = make_sweep(played.catalog, max_consecutive_failures=2)
     driver = driver_of(played, sweep_id)
     driver.step()
-    for run in played.runs(sweep_id):
-        played.set(run, RunState.FAILED)
+    failed, no_objective = played.runs(sweep_id)
+    played.set(failed, RunState.FAILED)
+    played.set(no_objective, RunState.SUCCESS)  # but it never wrote its objective's chart
     assert driver.step() == SweepState.FAILED
     with played.catalog.session() as session:
         message = session.get(Sweep, sweep_id).message
+        told = session.get(Run, no_objective.id).message
     assert message.startswith("Stopped itself after 2 trials failed in a row (trials 0, 1;")
-    assert "failed in the test" in message
+    assert "trial 0: failed in the test" in message
+    assert told.endswith("(sweep lr-search: it wrote no points of fit.mse, counted as failed)")
 
 
 def test_a_driver_started_again_starts_no_trial_twice_and_loses_none(

@@ -145,6 +145,18 @@ def test_a_start_airflow_refuses_leaves_the_sweep_as_it_was(
     assert answer.status_code == 409
     shown = api.client.get(f"/api/v1/sweeps/{sweep_id}", headers=alice).json()
     assert (shown["state"], shown["airflow_run_id"], shown["started_at"]) == ("created", "", None)
+    made_and_started = api.client.post(
+        f"/api/v1/tasks/{task_id}/sweeps",
+        params={"start": "true"},
+        json=SWEEP | {"name": "never-made"},
+        headers=alice,
+    )
+    assert made_and_started.status_code == 409  # and the sweep it made is gone
+    names = [
+        item["name"]
+        for item in api.client.get(f"/api/v1/tasks/{task_id}/sweeps", headers=alice).json()
+    ]
+    assert "never-made" not in names and "refused" in names
     stopped = api.client.post(f"/api/v1/sweeps/{sweep_id}/stop", headers=alice).json()
     assert (stopped["state"], stopped["message"]) == (
         "stopped",
