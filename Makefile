@@ -35,6 +35,7 @@ bench: sync ## the benchmarks of bench/, each printing ratios to a baseline of t
 	$(UV) run python -m bench.extract
 	$(UV) run python -m bench.trigger
 	$(UV) run python -m bench.load
+	$(UV) run python -m bench.sweep
 
 # PostgreSQL, Redis, chromium, Ceph's S3 gateway and docker-compose: installed and started when missing.
 test-machine:
