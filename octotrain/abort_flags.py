@@ -83,10 +83,13 @@ class AbortFlag:
 
     def stop_summary(self, progress: RunProgress | None) -> str:
         """The run's message for a user's stop, in a line: who, when, and how far its least
-        advanced node had got ("after 39 of 100 steps"), as far as those are known."""
+        advanced node had got ("after 39 of 100 steps"), as far as those are known; a sweep's
+        pruning says the step of its objective it was judged at instead."""
         said = self.reason[:1].upper() + self.reason[1:]
         if self.at:
             said += f" at {datetime.fromisoformat(self.at):%Y-%m-%d %H:%M:%S}"
+        if self.pruned:  # its reason names the step its objective was judged at
+            return said
         trained = [
             node for node in (progress.nodes if progress else []) if node.current is not None
         ]

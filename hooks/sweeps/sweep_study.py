@@ -75,15 +75,19 @@ def distributions(spec: SweepSpec) -> dict[str, BaseDistribution]:
     return found
 
 
-def sampler(spec: SweepSpec) -> BaseSampler:
-    seed = spec.search.seed
+def sampler(spec: SweepSpec, *, asked: int = 0) -> BaseSampler:
+    """The search's sampler, for a study that has ``asked`` trials already. A seeded sampler
+    made again by a driver started after a crash would draw the first trials' values again:
+    its seed moves on by the trials asked, so a sweep's seed still fixes what it tries and a
+    restart repeats nothing (a grid skips the points its study has tried)."""
+    seed = None if spec.search.seed is None else spec.search.seed + asked
     if spec.search.sampler == "grid":
         space = {
             name: swept.grid_points()
             for name, swept in spec.parameters.items()
             if swept.type != "fixed"
         }
-        return GridSampler(space, seed=seed)
+        return GridSampler(space, seed=spec.search.seed)
     if spec.search.sampler == "random":
         return RandomSampler(seed=seed)
     return TPESampler(seed=seed)
@@ -109,7 +113,7 @@ def open_study(sweep: Sweep, spec: SweepSpec, catalog_url: str) -> optuna.Study:
     return optuna.create_study(
         study_name=sweep.study_name,
         storage=study_storage(catalog_url),
-        sampler=sampler(spec),
+        sampler=sampler(spec, asked=len(study_trials(sweep, catalog_url))),
         pruner=pruner(spec),
         direction=spec.objective.direction,
         load_if_exists=True,

@@ -181,6 +181,10 @@ def test_a_driver_started_again_starts_no_trial_twice_and_loses_none(
     again.step()
     runs = played.runs(sweep_id)
     assert [run.trial_number for run in runs] == [0, 1, 2]
+    with played.catalog.session() as session:
+        sweep = session.get(Sweep, sweep_id)
+        tried = [t.params for t in open_study(sweep, sweep_spec(sweep), played.catalog.url).trials]
+    assert tried[2] not in tried[:2]  # the seeded sampler made again drew no value again
     # the asked trial got its run; the queued ones were triggered again under their own ids
     assert sorted(played.started) == sorted(run.airflow_run_id for run in runs)
     played.started.clear()
