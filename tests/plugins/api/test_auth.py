@@ -19,6 +19,7 @@ PLACEHOLDERS = {
     "username": "bob",
     "task_id": "1",
     "run_id": "1",
+    "sweep_id": "1",
     "dag_id": "octotrain_task_1",
     "algorithm": "linear-regression-numpy",
 }
