@@ -207,8 +207,8 @@ def test_tasks_are_filtered_by_their_last_runs_status_and_an_unknown_one_is_refu
     assert refused.json()["problems"] == [
         {
             "field": "status",
-            "rule": "must be 'queued', 'running', 'success', 'failed', 'stopped' or 'never', "
-            "got 'bogus'",
+            "rule": "must be 'queued', 'running', 'success', 'failed', 'stopped', 'pruned' or "
+            "'never', got 'bogus'",
         }
     ]
 

@@ -109,7 +109,8 @@ def test_a_sweep_from_the_task_page_to_its_trials_charts(airflow: LiveAirflow) -
         pruned = console.locator("#trials tr[data-state=pruned] .state-pruned")
         expect(pruned).to_have_count(4)
         expect(console.locator("#best-model")).to_contain_text("house-price-model v")
-        expect(console.locator("#best-parameters code")).to_have_count(2)
+        # what it ran with: the two searched values and the fixed epochs
+        expect(console.locator("#best-parameters code")).to_have_count(3)
         expect(console.locator("#rerun-best")).to_be_visible()
         expect(console.locator("#stop-sweep")).to_be_hidden()  # it has ended
         expect(console.locator("#charts .chart-card")).to_have_count(5)
