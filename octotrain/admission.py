@@ -126,27 +126,34 @@ class Settling:
 
 def too_large(demand: Demand, project: str, capacity: Capacity) -> str | None:
     """Why a run of ``demand`` can never be admitted here, with the numbers; None when it can."""
-    beyond = first_bound_beyond(demand, project, capacity)
-    if beyond is None:
-        return None
-    return f"the run needs {beyond}: it could never start all its nodes together"
-
-
-def first_bound_beyond(demand: Demand, project: str, capacity: Capacity) -> str | None:
-    """The first bound ``demand`` is beyond, in words ("4 nodes at once and this machine runs
-    2 nodes"); None when it fits every bound: the machine's and the project's quota."""
     limits = [
         ("nodes", demand.nodes, capacity.nodes, "this machine runs", _count),
         ("cores", demand.cores, capacity.cores, "this machine has", _cores),
         ("memory", demand.memory_mib, capacity.memory_mib, "this machine has", _memory),
     ]
-    quota = capacity.quota(project)
-    if quota.nodes is not None:
-        limits.append(("nodes", demand.nodes, quota.nodes, f"project {project}'s quota is", _count))
-    if quota.cores is not None:
-        limits.append(("cores", demand.cores, quota.cores, f"project {project}'s quota is", _cores))
-    for name, asked, limit, whose, words in limits:
-        if asked > limit:
+    found = next(
+        (
+            f"{words(asked, name)} at once and {whose} {words(limit, name)}"
+            for name, asked, limit, whose, words in limits
+            if asked > limit
+        ),
+        None,
+    ) or beyond_quota(demand, project, capacity.quota(project))
+    if found is None:
+        return None
+    return f"the run needs {found}: it could never start all its nodes together"
+
+
+def beyond_quota(demand: Demand, project: str, quota: ProjectQuota) -> str | None:
+    """The first bound of ``project``'s quota that ``demand`` is beyond, in words ("8 nodes at
+    once and project demo's quota is 4 nodes"); None when it fits."""
+    limits = [
+        ("nodes", demand.nodes, quota.nodes, _count),
+        ("cores", demand.cores, quota.cores, _cores),
+    ]
+    for name, asked, limit, words in limits:
+        if limit is not None and asked > limit:
+            whose = f"project {project}'s quota is"
             return f"{words(asked, name)} at once and {whose} {words(limit, name)}"
     return None
 

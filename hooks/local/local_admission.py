@@ -28,7 +28,7 @@ from octotrain.admission import (
     Demand,
     ProjectQuota,
     QueueState,
-    first_bound_beyond,
+    beyond_quota,
     too_large,
 )
 from octotrain.catalog.admissions import (
@@ -118,23 +118,18 @@ def refusal(plan: RunPlan) -> str | None:
 
 
 def concurrency_refusal(project: str, demand: Demand, runs: int) -> str | None:
-    """Why ``runs`` runs of ``demand`` could never be admitted together here (the machine's
-    bounds and the project's quota); None when they could, or admission is off."""
-    if not get_settings().local_admission:
+    """Why ``runs`` runs of ``demand`` at once would be beyond the project's quota (the quota
+    file); None when they would not, or admission is off. The machine's own bounds are not
+    judged: runs beyond them wait for one another's nodes, as any runs do."""
+    settings = get_settings()
+    if not settings.local_admission:
         return None
-    together = Demand.of(
-        nodes=demand.nodes * runs,
-        cores_per_node=demand.cores / demand.nodes,
-        memory_mib_per_node=demand.memory_mib // demand.nodes,
-    )
-    beyond = first_bound_beyond(together, project, machine_capacity())
+    quota = project_quotas(settings.local_quotas_file).get(project)
+    together = Demand(demand.nodes * runs, demand.cores * runs, demand.memory_mib * runs)
+    beyond = beyond_quota(together, project, quota) if quota is not None else None
     if beyond is None:
         return None
-    return (
-        f"{runs} runs at once could never all hold their nodes: they need {beyond} (settings "
-        f"local_cores, local_memory_gb, local_nodes; project quotas in "
-        f"{get_settings().local_quotas_file.name})"
-    )
+    return f"{runs} runs at once need {beyond} ({settings.local_quotas_file.name})"
 
 
 def request(plan: RunPlan) -> None:

@@ -5,6 +5,8 @@ project's members see it."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +17,7 @@ from hooks.storage.object_store import default_object_store
 from octotrain.catalog.named_objects import Algorithms
 from octotrain.contracts import SWEEPS_DAG_ID
 from octotrain.errors import Conflict
+from octotrain.settings import get_settings
 from plugins.api import sweep_routes
 from tests.factories import ADMIN, VALID_TASK
 from tests.plugins.api.conftest import Api
@@ -53,7 +56,21 @@ def task_id(api: Api) -> int:
     return int(made.json()["id"])
 
 
-def test_a_sweep_that_cannot_run_is_refused_naming_each_field(api: Api, task_id: int) -> None:
+@pytest.fixture
+def demo_quota(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Project demo may hold 8 nodes at once (the local launcher's quota file)."""
+    quotas = tmp_path / "local_quotas.toml"
+    quotas.write_text("[projects.demo]\nnodes = 8\n")
+    monkeypatch.setenv("OCTOTRAIN_LOCAL_QUOTAS_FILE", str(quotas))
+    get_settings.cache_clear()
+    yield
+    monkeypatch.undo()
+    get_settings.cache_clear()
+
+
+def test_a_sweep_that_cannot_run_is_refused_naming_each_field(
+    api: Api, task_id: int, demo_quota: None
+) -> None:
     alice = api.as_user("alice")
     bad = SWEEP | {
         "parameters": {
@@ -63,7 +80,7 @@ def test_a_sweep_that_cannot_run_is_refused_naming_each_field(api: Api, task_id:
         },
         "objective": {"chart": "accuracy", "series": "top1"},
         "budget": {"trials": 0},
-        "concurrency": 64,
+        "concurrency": 9,
     }
     answer = api.client.post(f"/api/v1/tasks/{task_id}/sweeps", json=bad, headers=alice)
     assert answer.status_code == 422, answer.text
@@ -79,8 +96,9 @@ def test_a_sweep_that_cannot_run_is_refused_naming_each_field(api: Api, task_id:
     assert problems["parameters.opt.choices.1"].startswith("must be one of ['sgd', 'adam']")
     assert problems["objective.chart"].startswith("'accuracy' is not a chart algorithm")
     assert "loss" in problems["objective.chart"]
-    assert problems["concurrency"].startswith(
-        "64 runs at once could never all hold their nodes: they need 64 nodes at once and this"
+    assert problems["concurrency"] == (
+        "9 runs at once need 9 nodes at once and project demo's quota is 8 nodes "
+        "(local_quotas.toml)"
     )
     listed = api.client.get(f"/api/v1/tasks/{task_id}/sweeps", headers=alice)
     assert listed.json() == []  # nothing was saved
