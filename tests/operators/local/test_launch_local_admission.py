@@ -80,8 +80,10 @@ def test_a_node_of_a_waiting_run_defers_and_starts_once_the_run_before_it_ended(
     assert (trigger.run_id, trigger.settles, deferred.value.method_name) == (
         second_id, True, "execute_admitted"
     )  # fmt: skip
+    assert trigger.hold_seconds == 8.0  # see the trigger's docstring: Airflow's race
     rebuilt = RunAdmissionTrigger(**trigger.serialize()[1] | {"poll_seconds": 0.05,
-                                                              "settle_seconds": 0.05})  # fmt: skip
+                                                              "settle_seconds": 0.05,
+                                                              "hold_seconds": 0.8})  # fmt: skip
 
     async def first_ends_then_second_fires() -> dict[str, Any]:
         events = rebuilt.run()
@@ -92,6 +94,8 @@ def test_a_node_of_a_waiting_run_defers_and_starts_once_the_run_before_it_ended(
             run = session.get(Run, first_id)
             assert run is not None
             run.state = RunState.SUCCESS
+        await asyncio.sleep(0.15)
+        assert not waiting.done(), "fired before its hold was over"
         return (await asyncio.wait_for(waiting, timeout=10)).payload
 
     assert asyncio.run(first_ends_then_second_fires()) == {"run_id": second_id}
