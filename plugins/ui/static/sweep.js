@@ -34,8 +34,10 @@
   }
 
   // Hours as the usage pages write them in a table: "0.50", a short one "2.4 min" or "42 s".
+  // Node-hours as a person reads them: hours from a tenth of one, else minutes or seconds.
   function hours(value) {
-    if (value === 0 || value >= 0.1) return value.toFixed(2);
+    if (value === 0) return "0 s";
+    if (value >= 0.1) return value.toFixed(2);
     const minutes = value * 60;
     return minutes >= 1 ? `${minutes.toFixed(1)} min` : `${(minutes * 60).toFixed(0)} s`;
   }
@@ -271,7 +273,7 @@
       animation: false,
       tooltip: { trigger: "item", formatter: (point) => trialTip(point.data.trial,
         `<br>${escapeHtml(objectiveName())} <b>${significant(point.data.trial.objective)}</b>`) },
-      parallel: { left: 56, right: 88, top: 40, bottom: 28,
+      parallel: { left: 56, right: 150, top: 40, bottom: 28,
                   parallelAxisDefault: { nameTextStyle: { color: c.fg }, axisLine: { lineStyle: { color: c.strong } },
                                          axisLabel: { color: c.muted }, axisTick: { lineStyle: { color: c.strong } } } },
       parallelAxis: axes,
