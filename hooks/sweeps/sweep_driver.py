@@ -280,8 +280,7 @@ class SweepDriver:
         """What of the budget is spent (None while a trial may still start)."""
         if len(runs) >= spec.budget.trials:
             return f"all {spec.budget.trials} trials were run"
-        sampler = study.sampler
-        if isinstance(sampler, optuna.samplers.GridSampler) and sampler.is_exhausted(study):
+        if spec.search.sampler == "grid" and len(runs) >= spec.grid_size():
             return f"every point of the grid was tried ({len(runs)} trials)"
         hours = spec.budget.node_hours
         ids = [run.id for run in runs.values()]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 import optuna
@@ -75,6 +76,22 @@ def distributions(spec: SweepSpec) -> dict[str, BaseDistribution]:
     return found
 
 
+class DrivenGridSampler(GridSampler):
+    """Optuna's grid sampler in an ask-and-tell loop. Told the last point's result, Optuna's
+    own calls ``study.stop()``, which only works inside ``study.optimize``: anywhere else it
+    raises, and the driver's task failed once per grid sweep. The driver ends the sweep itself
+    once every point has been asked for (``SweepSpec.grid_size``)."""
+
+    def after_trial(
+        self,
+        study: optuna.Study,
+        trial: optuna.trial.FrozenTrial,
+        state: optuna.trial.TrialState,
+        values: Sequence[float] | None,
+    ) -> None:
+        """Nothing to do: see the class."""
+
+
 def sampler(spec: SweepSpec, *, asked: int = 0) -> BaseSampler:
     """The search's sampler, for a study that has ``asked`` trials already. A seeded sampler
     made again by a driver started after a crash would draw the first trials' values again:
@@ -87,7 +104,7 @@ def sampler(spec: SweepSpec, *, asked: int = 0) -> BaseSampler:
             for name, swept in spec.parameters.items()
             if swept.type != "fixed"
         }
-        return GridSampler(space, seed=spec.search.seed)
+        return DrivenGridSampler(space, seed=spec.search.seed)
     if spec.search.sampler == "random":
         return RandomSampler(seed=seed)
     return TPESampler(seed=seed)

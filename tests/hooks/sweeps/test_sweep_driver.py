@@ -205,3 +205,27 @@ def test_a_user_s_stop_stops_the_running_trials_then_the_sweep(played: PlayedRun
     for run in played.runs(sweep_id):
         played.set(run, RunState.STOPPED)
     assert driver.step() == SweepState.STOPPED
+
+
+def test_a_grid_ends_once_every_point_was_tried(played: PlayedRuns) -> None:
+    """Optuna's grid sampler stops its study when told its last point, which only works inside
+    ``study.optimize``: the driver's loop must not fail there."""
+    grid = {
+        "search": {"sampler": "grid", "seed": 3},
+        "concurrency": 1,
+        "parameters": {"learning_rate": {"type": "choice", "choices": [0.1, 0.2, 0.3]}},
+    }
+    sweep_id = make_sweep(played.catalog, **grid)
+    driver = driver_of(played, sweep_id)
+    while (state := driver.step()) == SweepState.RUNNING:
+        for run in played.runs(sweep_id):
+            if run.state == RunState.QUEUED:
+                played.set(
+                    run, RunState.SUCCESS, [1.0 / run.trial_number if run.trial_number else 2]
+                )
+    assert state == SweepState.FINISHED
+    runs = played.runs(sweep_id)
+    with played.catalog.session() as session:
+        message = session.get(Sweep, sweep_id).message
+    assert message.startswith("Finished: every point of the grid was tried (3 trials)"), message
+    assert len(runs) == 3

@@ -1,13 +1,20 @@
 """A sweep on the real Airflow of the console's tests (scheduler, LocalExecutor, local launcher):
 created and started as the console does, through the plugin's REST API; the sweeps' DAG starts
 its trials as ordinary runs of the task, one is pruned (its nodes stopped, its run ``pruned``,
-its usage counted), and the best trial's model version is marked as the sweep's result."""
+its usage counted), and the best trial's model version is marked as the sweep's result. Its
+driver's worker process is killed while the first trial trains: Airflow tries the task again
+and the new driver carries on, starting no trial twice and losing none."""
 
 from __future__ import annotations
 
-import httpx
+import os
+import signal
+from typing import Any
 
-from octotrain.contracts import dag_id_for
+import httpx
+import psutil
+
+from octotrain.contracts import SWEEPS_DAG_ID, dag_id_for
 from tests.factories import VALID_TASK
 from tests.live_airflow import HTTP_SECONDS, LiveAirflow
 
@@ -86,6 +93,15 @@ def test_a_sweep_runs_its_trials_prunes_the_hopeless_one_and_marks_the_best(
     assert started.status_code == 201, started.text
     sweep_id = started.json()["id"]
     assert started.json()["state"] == "running"
+    airflow.wait_until(
+        "the first trial to train",
+        lambda: any(
+            t["state"] == "running" for t in api.get(f"/sweeps/{sweep_id}").json()["trials"]
+        ),
+    )
+    sweep_run = started.json()["airflow_run_id"]
+    driver = f"/dags/{SWEEPS_DAG_ID}/dagRuns/{sweep_run}/taskInstances/drive_sweep"
+    killed = kill_worker_of(airflow, driver)
 
     def ended() -> dict | None:
         sweep = api.get(f"/sweeps/{sweep_id}").json()
@@ -103,6 +119,32 @@ def test_a_sweep_runs_its_trials_prunes_the_hopeless_one_and_marks_the_best(
     assert sweep["message"].startswith("Finished: all 3 trials were run; best: trial 1")
     runs = api.get(f"/tasks/{task_id}/runs").json()["runs"]
     assert sorted((run["sweep"], run["trial"]) for run in runs) == [(sweep_id, n) for n in range(3)]
+    tries = airflow.wait_until(
+        "the driver's task to end", lambda: (ti := airflow_get(airflow, driver))["end_date"] and ti
+    )
+    assert (tries["try_number"], tries["state"]) == (2, "success"), killed
     version = sweep["best"]["model_version"]
     lineage = api.get(f"/projects/demo/model-repositories/house-price-model/versions/{version}")
     assert lineage.json()["lineage"]["sweep"]["trial"] == 1, lineage.text
+
+
+def airflow_get(airflow: LiveAirflow, path: str) -> Any:
+    answer = httpx.get(
+        f"{airflow.url}/api/v2{path}", headers=airflow.admin_headers(), timeout=HTTP_SECONDS
+    )
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def kill_worker_of(airflow: LiveAirflow, task_instance: str) -> int:
+    """SIGKILL the process running the task instance (its title names its id, as Airflow's
+    task runner sets it), as a worker dies; its pid."""
+    ti_id = airflow_get(airflow, task_instance)["id"]
+    found = [
+        process
+        for process in psutil.process_iter(["pid", "cmdline"])
+        if f"airflow worker -- {ti_id}" in " ".join(process.info["cmdline"] or [])
+    ]
+    assert len(found) == 1, f"no single process runs {ti_id}: {found}"
+    os.kill(found[0].pid, signal.SIGKILL)
+    return found[0].pid
