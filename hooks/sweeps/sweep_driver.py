@@ -58,7 +58,7 @@ class TrialStarter(Protocol):
 
 # The objective's points of a run so far, ascending by x: (x, value).
 ObjectiveReader = Callable[[Run, Objective], Points]
-# Raise a run's abort flag (a pruning, or a stop), noting it on the run's DAG run.
+# Raise a run's abort flag (a pruning, or a stop): its nodes stop within the grace period.
 RunStopper = Callable[[Run, AbortFlag], None]
 
 
