@@ -45,9 +45,10 @@ def request_stop(run: Run, *, by: str) -> RunStop:
     return raise_stop_flag(run, AbortFlag.stopped_by(by, at=now), note=stop_note(user=by, at=now))
 
 
-def raise_stop_flag(run: Run, requested: AbortFlag, *, note: str) -> RunStop:
+def raise_stop_flag(run: Run, requested: AbortFlag, *, note: str | None = None) -> RunStop:
     """Raise ``run``'s abort flag ``requested`` (a user's stop, a sweep's pruning) unless one
-    is up already; ``note`` is for its DAG run in Airflow when this one holds."""
+    is up already; ``note`` is for its DAG run in Airflow when this one holds (none: a sweep's
+    trial, whose DAG run was noted as its trial when it was triggered)."""
     layout = RunLayout(get_settings().runs_dir, run.task_id, run_key(run.airflow_run_id))
     marker = RunAbortMarker(configured_launcher().run_files(layout))
     earlier = marker.flag()

@@ -46,7 +46,7 @@ class TaskTrials:
     def stop(self, run: Run, flag: AbortFlag) -> None:
         """Raise the flag: the run's nodes stop within the grace period and it ends pruned (or
         stopped); its launch tasks say why in their logs."""
-        raise_stop_flag(run, flag, note="")
+        raise_stop_flag(run, flag)
 
 
 def objective_points(run: Run, objective: Objective) -> list[tuple[float, float]]:
